@@ -1,0 +1,42 @@
+# The two commands of the README's Quick start. Each installs what it needs.
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+# Debian tools the tests drive: command -> package.
+DEB_TOOLS := dot:graphviz
+
+.PHONY: demo test lint bench system-tools clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+system-tools:
+	@missing=""; for pair in $(DEB_TOOLS); do \
+	  command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+demo: $(STAMP)
+	$(VENV)/bin/gfxpack plan --config examples/package.json --target gfx1100,gfx942 --rocm-version 8.2.0
+	$(VENV)/bin/gfxpack plan --config examples/package.json --target gfx1100,gfx942 --rocm-version 8.2.0 \
+	    --format tree --package amdrocm-blas --quiet
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+
+test: $(STAMP) system-tools lint
+	$(VENV)/bin/pytest
+
+bench: $(STAMP)
+	$(PY) bench/plan_scale.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build src/*.egg-info

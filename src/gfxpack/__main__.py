@@ -1,0 +1,3 @@
+from gfxpack.cli import main
+
+main()

@@ -1,0 +1,459 @@
+"""package.json: TheRock's package list, loaded into validated PackageSpec values.
+
+The file is a flat JSON array with one object per base package (spec
+packaging.md section 2). Upstream's quirks are kept where packagers rely on
+them: booleans are strings ("True"/"False" and the synonyms upstream accepts),
+and flag keys match case-insensitively (upstream reads ``Disablepackaging``).
+gfxpack also accepts JSON ``true``/``false`` and reports every bad value with a
+JSON pointer instead of crashing on it.
+
+Every problem in a file is gathered and reported at once; unknown keys are
+warnings, returned with the config for the caller to print.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gfxpack.errors import GfxpackError
+from gfxpack.relations import InvalidRelation, Relation, parse_deb, parse_rpm
+
+COMPONENTS = ("lib", "run", "dev", "doc", "test", "dbg")
+
+# Upstream's truthy strings (is_key_defined); anything else is false there.
+# gfxpack names the false spellings too, so a typo is an error, not a silent False.
+TRUE_WORDS = frozenset({"1", "true", "t", "yes", "y", "on", "enable", "enabled", "found"})
+FALSE_WORDS = frozenset(
+    {"", "0", "false", "f", "no", "n", "off", "disable", "disabled", "notfound", "none", "ignore"}
+)
+
+# Debian policy: lowercase letters, digits, '+', '-', '.'; at least two characters.
+PACKAGE_NAME = re.compile(r"^[a-z0-9][a-z0-9+.\-]+$")
+ARTIFACT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
+MAINTAINER = re.compile(r"^[^<>]*[^<>\s][^<>]*<[^<>\s]+>$")
+
+
+class InvalidConfig(GfxpackError, ValueError):
+    """package.json problems, each with the file, a JSON pointer and what was expected."""
+
+    def __init__(self, path: str, problems: list[tuple[str, str]]):
+        self.path = path
+        self.problems = problems
+        super().__init__("\n".join(f"{path}: {where}: {what}" for where, what in problems))
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactSubdir:
+    """A subproject of an artifact (``rocBLAS``) and the components it ships."""
+
+    name: str
+    components: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactSource:
+    """One ``Artifactory`` entry: where a base package's content comes from."""
+
+    artifact: str
+    subdirs: tuple[ArtifactSubdir, ...]
+    # False: always read from the generic directory, never routed to devices.
+    gfxarch: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Relations:
+    """One format's relation lists, as package.json declares them."""
+
+    depends: tuple[Relation, ...] = ()
+    recommends: tuple[Relation, ...] = ()
+    suggests: tuple[Relation, ...] = ()
+    provides: tuple[Relation, ...] = ()
+    conflicts: tuple[Relation, ...] = ()
+    # DEB Replaces; RPM Obsoletes.
+    replaces: tuple[Relation, ...] = ()
+
+    def dependency_lists(self) -> Iterator[tuple[str, tuple[Relation, ...]]]:
+        """The lists resolved per variant (Provides/Conflicts/Replaces are not)."""
+        yield "depends", self.depends
+        yield "recommends", self.recommends
+        yield "suggests", self.suggests
+
+
+@dataclass(frozen=True, slots=True)
+class PackageSpec:
+    """One base package from package.json."""
+
+    name: str
+    index: int = 0
+    deb: Relations = field(default_factory=Relations)
+    rpm: Relations = field(default_factory=Relations)
+    gfxarch: bool = False
+    metapackage: bool = False
+    disabled: bool = False
+    postinstall: bool = False
+    artifactory: tuple[ArtifactSource, ...] = ()
+    architecture: str = "amd64"
+    build_arch: str = "x86_64"
+    maintainer: str = ""
+    description_short: str = ""
+    description_long: str = ""
+    section: str = ""
+    priority: str = ""
+    group: str = ""
+    license: str = ""
+    vendor: str = ""
+    homepage: str = ""
+    comments: str = ""
+    disable_dwz: bool = False
+    disable_deb_strip: bool = False
+    disable_rpm_strip: bool = False
+    disable_debug_package: bool = False
+
+    @property
+    def is_devel(self) -> bool:
+        return self.name.endswith("-devel")
+
+    @property
+    def pointer(self) -> str:
+        return f"/{self.index}"
+
+    def relations(self, fmt: str) -> Relations:
+        return self.deb if fmt == "deb" else self.rpm
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    path: str
+    packages: tuple[PackageSpec, ...]
+    warnings: tuple[str, ...] = ()
+
+    def get(self, name: str) -> PackageSpec | None:
+        return next((spec for spec in self.packages if spec.name == name), None)
+
+
+# --- the schema -------------------------------------------------------------
+
+_STRING_FIELDS = {
+    "Version": None,  # always "" upstream; the version is a CLI argument
+    "Architecture": "architecture",
+    "BuildArch": "build_arch",
+    "Maintainer": "maintainer",
+    "Description_Short": "description_short",
+    "Description_Long": "description_long",
+    "Section": "section",
+    "Priority": "priority",
+    "Group": "group",
+    "License": "license",
+    "Vendor": "vendor",
+    "Homepage": "homepage",
+    "Comments": "comments",
+}
+# key -> (format, relation list); Provides and Conflicts serve both formats.
+_RELATION_KEYS = {
+    "DEBDepends": (("deb", "depends"),),
+    "RPMRequires": (("rpm", "depends"),),
+    "DEBRecommends": (("deb", "recommends"),),
+    "RPMRecommends": (("rpm", "recommends"),),
+    "DEBSuggests": (("deb", "suggests"),),
+    "RPMSuggests": (("rpm", "suggests"),),
+    "Provides": (("deb", "provides"), ("rpm", "provides")),
+    "Conflicts": (("deb", "conflicts"), ("rpm", "conflicts")),
+    "Replaces": (("deb", "replaces"),),
+    "Obsoletes": (("rpm", "replaces"),),
+}
+# Flags are matched case-insensitively, as upstream's is_key_defined does.
+_FLAGS = {
+    "gfxarch": "gfxarch",
+    "metapackage": "metapackage",
+    "disablepackaging": "disabled",
+    "postinstall": "postinstall",
+    "disable_dwz": "disable_dwz",
+    "disable_deb_strip": "disable_deb_strip",
+    "disable_rpm_strip": "disable_rpm_strip",
+    "disable_debug_package": "disable_debug_package",
+}
+# Keys upstream documents but its code ignores.
+_DOCUMENTED_BUT_IGNORED = {
+    "Composite": "upstream documents it but never reads it",
+    "Includes": "upstream documents it but never reads it",
+    "Disable_DH_STRIP": "upstream documents it but reads Disable_DEB_STRIP",
+}
+# The legacy top-level shape, left only in a disabled upstream entry.
+_LEGACY_KEYS = ("Components", "Artifact")
+_KNOWN_KEYS = (
+    {"Package", "Artifactory"} | set(_STRING_FIELDS) | set(_RELATION_KEYS) | set(_LEGACY_KEYS)
+)
+_KNOWN_BY_LOWER = {key.lower(): key for key in _KNOWN_KEYS}
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate a package.json file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidConfig(str(path), [("/", "file not found")]) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidConfig(str(path), [("/", f"cannot read file: {e}")]) from None
+    return parse_config(text, str(path))
+
+
+def parse_config(text: str, path: str = "package.json") -> Config:
+    """Validate package.json text; raise InvalidConfig listing every problem."""
+    try:
+        document = json.loads(text, object_pairs_hook=_KeyRecordingDict)
+    except json.JSONDecodeError as e:
+        raise InvalidConfig(
+            path, [(f"line {e.lineno} column {e.colno}", f"not valid JSON: {e.msg}")]
+        ) from None
+    return _Validator(path).config(document)
+
+
+class _KeyRecordingDict(dict):
+    """A JSON object that remembers keys given more than once (json keeps the last)."""
+
+    repeated: tuple[str, ...] = ()
+
+    def __init__(self, pairs: list[tuple[str, Any]]):
+        super().__init__(pairs)
+        if len(self) != len(pairs):
+            seen: set[str] = set()
+            self.repeated = tuple(k for k, _ in pairs if k in seen or seen.add(k))
+
+
+def _pointer(*parts: object) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts) or "/"
+
+
+def _describe(value: Any) -> str:
+    kind = {
+        dict: "an object",
+        _KeyRecordingDict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }[type(value)]
+    return f"{kind} ({json.dumps(value)[:40]})" if isinstance(value, (str, int, float)) else kind
+
+
+class _Validator:
+    def __init__(self, path: str):
+        self.path = path
+        self.problems: list[tuple[str, str]] = []
+        self.warnings: list[str] = []
+
+    def fail(self, pointer: str, message: str) -> None:
+        self.problems.append((pointer, message))
+
+    def warn(self, pointer: str, package: str, message: str) -> None:
+        self.warnings.append(f"{self.path}: {pointer} ({package}): {message}")
+
+    def config(self, document: Any) -> Config:
+        if not isinstance(document, list):
+            self.fail("/", f"expected an array of package objects, got {_describe(document)}")
+            raise InvalidConfig(self.path, self.problems)
+        specs: list[PackageSpec] = []
+        first_index: dict[str, int] = {}
+        for index, entry in enumerate(document):
+            spec = self.package(index, entry)
+            if spec is None:
+                continue
+            if spec.name in first_index:
+                self.fail(
+                    _pointer(index, "Package"),
+                    f"duplicate package {spec.name!r} (first defined at /{first_index[spec.name]})",
+                )
+                continue
+            first_index[spec.name] = index
+            specs.append(spec)
+        if self.problems:
+            raise InvalidConfig(self.path, self.problems)
+        return Config(self.path, tuple(specs), tuple(self.warnings))
+
+    def package(self, index: int, entry: Any) -> PackageSpec | None:
+        where = _pointer(index)
+        if not isinstance(entry, dict):
+            self.fail(where, f"expected a package object, got {_describe(entry)}")
+            return None
+        before = len(self.problems)
+        name = entry.get("Package")
+        if "Package" not in entry:
+            self.fail(where, "missing required key 'Package'")
+            return None
+        if not isinstance(name, str) or not name.strip():
+            self.fail(_pointer(index, "Package"), f"expected a package name, got {_describe(name)}")
+            return None
+        if not PACKAGE_NAME.match(name):
+            self.fail(
+                _pointer(index, "Package"),
+                f"{name!r} is not a valid package name "
+                "(lowercase letters, digits, '+', '-' and '.', at least two characters)",
+            )
+        for key in getattr(entry, "repeated", ()):
+            self.fail(_pointer(index, key), f"key {key!r} appears more than once in {name}")
+
+        values: dict[str, Any] = {"name": name, "index": index}
+        relations: dict[str, dict[str, tuple[Relation, ...]]] = {"deb": {}, "rpm": {}}
+        flag_keys: dict[str, str] = {}
+        for key, value in entry.items():
+            here = _pointer(index, key)
+            if key == "Package":
+                continue
+            if key.lower() in _FLAGS:
+                attribute = _FLAGS[key.lower()]
+                if attribute in flag_keys:
+                    self.fail(
+                        here,
+                        f"{key!r} and {flag_keys[attribute]!r} both set the same flag; keep one",
+                    )
+                    continue
+                flag_keys[attribute] = key
+                flag = self.boolean(here, value)
+                if flag is not None:
+                    values[attribute] = flag
+            elif key in _STRING_FIELDS:
+                if not isinstance(value, str):
+                    self.fail(here, f"expected a string, got {_describe(value)}")
+                elif _STRING_FIELDS[key]:
+                    values[_STRING_FIELDS[key]] = value
+            elif key in _RELATION_KEYS:
+                fmt = _RELATION_KEYS[key][0][0]
+                parsed = self.relation_list(here, value, parse_rpm if fmt == "rpm" else parse_deb)
+                for target_fmt, list_name in _RELATION_KEYS[key]:
+                    relations[target_fmt][list_name] = parsed
+            elif key == "Artifactory":
+                values["artifactory"] = self.artifactory(here, value, name)
+            elif key in _LEGACY_KEYS:
+                self.warn(here, name, f"legacy key {key!r} is ignored; list content in Artifactory")
+            elif key in _DOCUMENTED_BUT_IGNORED:
+                self.warn(here, name, f"key {key!r} is ignored ({_DOCUMENTED_BUT_IGNORED[key]})")
+            elif key.lower() in _KNOWN_BY_LOWER:
+                self.warn(
+                    here,
+                    name,
+                    f"unknown key {key!r} ignored (did you mean "
+                    f"{_KNOWN_BY_LOWER[key.lower()]!r}? non-flag keys are case-sensitive)",
+                )
+            else:
+                self.warn(here, name, f"unknown key {key!r} ignored")
+
+        maintainer = values.get("maintainer", "")
+        if maintainer and not MAINTAINER.match(maintainer):
+            self.fail(
+                _pointer(index, "Maintainer"),
+                f"expected 'Name <email>', got {maintainer!r}",
+            )
+        if values.get("metapackage") and values.get("artifactory"):
+            self.fail(
+                _pointer(index, "Artifactory"),
+                f"{name} is a metapackage, which has no payload: remove Artifactory "
+                'or set Metapackage to "False"',
+            )
+        if len(self.problems) > before:
+            return None
+        return PackageSpec(
+            deb=Relations(**relations["deb"]), rpm=Relations(**relations["rpm"]), **values
+        )
+
+    def boolean(self, where: str, value: Any, words: tuple[frozenset, frozenset] | None = None):
+        true_words, false_words = words or (TRUE_WORDS, FALSE_WORDS)
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            word = value.strip().lower()
+            if word in true_words:
+                return True
+            if word in false_words:
+                return False
+        self.fail(where, f'expected a boolean ("True" or "False"), got {_describe(value)}')
+        return None
+
+    def string_list(self, where: str, value: Any) -> list[tuple[str, str]] | None:
+        if not isinstance(value, list):
+            self.fail(where, f"expected an array of strings, got {_describe(value)}")
+            return None
+        items = []
+        for i, item in enumerate(value):
+            if isinstance(item, str):
+                items.append((f"{where}/{i}", item))
+            else:
+                self.fail(f"{where}/{i}", f"expected a string, got {_describe(item)}")
+        return items
+
+    def relation_list(
+        self, where: str, value: Any, parse: Callable[[str], Relation]
+    ) -> tuple[Relation, ...]:
+        parsed = []
+        for here, text in self.string_list(where, value) or ():
+            try:
+                parsed.append(parse(text))
+            except InvalidRelation as e:
+                self.fail(here, str(e))
+        return tuple(parsed)
+
+    def artifactory(self, where: str, value: Any, package: str) -> tuple[ArtifactSource, ...]:
+        if not isinstance(value, list):
+            self.fail(where, f"expected an array of artifact objects, got {_describe(value)}")
+            return ()
+        sources = []
+        for i, item in enumerate(value):
+            here = f"{where}/{i}"
+            if not isinstance(item, dict):
+                self.fail(here, f"expected an artifact object, got {_describe(item)}")
+                continue
+            for key in item:
+                if key not in ("Artifact", "Artifact_Gfxarch", "Artifact_Subdir"):
+                    self.warn(f"{here}/{key}", package, f"unknown artifact key {key!r} ignored")
+            artifact = item.get("Artifact")
+            if not isinstance(artifact, str) or not ARTIFACT_NAME.match(artifact):
+                self.fail(
+                    f"{here}/Artifact",
+                    "expected an artifact name (a letter, then letters, digits or '-'; "
+                    f"no '_'), got {_describe(artifact) if 'Artifact' in item else 'nothing'}",
+                )
+                continue
+            gfxarch = True
+            if "Artifact_Gfxarch" in item:
+                # Upstream: true only when str(value).lower() == "true"; any other
+                # spelling there is silently false, so gfxpack rejects it.
+                gfxarch = self.boolean(
+                    f"{here}/Artifact_Gfxarch",
+                    item["Artifact_Gfxarch"],
+                    (frozenset({"true"}), frozenset({"false"})),
+                )
+            subdirs = self.subdirs(f"{here}/Artifact_Subdir", item.get("Artifact_Subdir", []))
+            sources.append(ArtifactSource(artifact, tuple(subdirs), gfxarch is not False))
+        return tuple(sources)
+
+    def subdirs(self, where: str, value: Any) -> list[ArtifactSubdir]:
+        if not isinstance(value, list):
+            self.fail(where, f"expected an array of subdir objects, got {_describe(value)}")
+            return []
+        subdirs = []
+        for i, item in enumerate(value):
+            here = f"{where}/{i}"
+            if not isinstance(item, dict):
+                self.fail(here, f"expected a subdir object, got {_describe(item)}")
+                continue
+            name = item.get("Name")
+            if not isinstance(name, str) or not name.strip("/ "):
+                self.fail(f"{here}/Name", f"expected a subdir name, got {_describe(name)}")
+                continue
+            components = []
+            for comp_where, comp in (
+                self.string_list(f"{here}/Components", item.get("Components", [])) or ()
+            ):
+                if comp in COMPONENTS:
+                    components.append(comp)
+                else:
+                    self.fail(comp_where, f"expected one of {', '.join(COMPONENTS)}, got {comp!r}")
+            subdirs.append(ArtifactSubdir(name, tuple(components)))
+        return subdirs

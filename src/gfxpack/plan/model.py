@@ -1,0 +1,226 @@
+"""The values the planner returns: planned packages, their relations, the plan."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
+
+from gfxpack.config import PackageSpec
+from gfxpack.errors import GfxpackError
+from gfxpack.relations import deb_atom, rpm_atom
+
+
+class Kind(StrEnum):
+    """The package types of seed 000."""
+
+    VERSIONED = "versioned"
+    NON_VERSIONED = "non-versioned"
+    HOST = "host"
+    DEVICE = "device"
+    META = "meta"  # a gfxarch package's aggregator: host + devices
+    GENERIC_META = "generic-meta"  # a Gfxarch=True metapackage: every arch meta
+    ARCH_META = "arch-meta"  # a Gfxarch=True metapackage for one arch
+    VERSIONED_META = "versioned-meta"  # a Gfxarch=False metapackage
+
+    @property
+    def is_aggregator(self) -> bool:
+        return self in _AGGREGATORS
+
+    @property
+    def title(self) -> str:
+        """The seed's name for the type, as its tables print it."""
+        return _TITLES[self]
+
+    @property
+    def label(self) -> str:
+        """The seed's name for the type, as its trees print it."""
+        return _TITLES[self].lower()
+
+
+_AGGREGATORS = frozenset({Kind.META, Kind.GENERIC_META, Kind.ARCH_META, Kind.VERSIONED_META})
+_TITLES = {
+    Kind.VERSIONED: "Versioned",
+    Kind.NON_VERSIONED: "Non-versioned",
+    Kind.HOST: "Host",
+    Kind.DEVICE: "Device",
+    Kind.META: "Meta",
+    Kind.GENERIC_META: "Generic Meta",
+    Kind.ARCH_META: "Arch-specific Meta",
+    Kind.VERSIONED_META: "Versioned Meta",
+}
+
+
+class Reason(StrEnum):
+    """Why an edge exists: the rule of spec section 7.1 that made it."""
+
+    SYSTEM = "system dependency"
+    NON_GFXARCH = "non-gfxarch"
+    HOST_VARIANT = "gfxarch → host variant"
+    SAME_ARCH = "gfxarch → same arch"
+    FULL_META = "gfxarch → full meta"
+    HOST_FALLBACK = "gfxarch → host variant, no device for this arch"
+    OWN_HOST = "own host package"
+    MEMBER = "member"
+    ALIAS = "versioned package"
+    RUNTIME_META = "runtime meta"
+    DECLARED = "declared"  # Provides / Conflicts / Replaces, copied as written
+
+
+class PinPolicy(StrEnum):
+    FAMILY = "family"  # = within a family and from aggregators, >= elsewhere
+    EXACT = "exact"
+    MINIMUM = "minimum"
+    UPSTREAM = "upstream"  # only metapackages pin (spec section 7.2)
+
+
+class Mode(StrEnum):
+    KPACK = "kpack"
+    SINGLE_ARCH = "single-arch"
+
+
+class Severity(StrEnum):
+    WARNING = "warning"
+    INFO = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class Req:
+    """One alternative of a planned relation.
+
+    ``target`` is the key of the planned package it points to, or None for a
+    system package, whose ``text`` is copied verbatim into its own format.
+    """
+
+    name: str
+    target: str | None = None
+    op: str | None = None
+    version: str | None = None
+    reason: Reason = Reason.SYSTEM
+    text: str | None = None
+
+    def render(self, fmt: str) -> str:
+        if self.text is not None:
+            return self.text
+        return (deb_atom if fmt == "deb" else rpm_atom)(self.name, self.op, self.version)
+
+
+# One relation: satisfied by any of its alternatives.
+Dep = tuple[Req, ...]
+
+
+def render(dep: Dep, fmt: str) -> str:
+    """``a | b`` for DEB, ``(a or b)`` for RPM."""
+    parts = [req.render(fmt) for req in dep]
+    if fmt == "deb":
+        return " | ".join(parts)
+    return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
+
+
+@dataclass(frozen=True, slots=True)
+class PackageRelations:
+    """One format's name and relation lists for a planned package."""
+
+    name: str
+    depends: tuple[Dep, ...] = ()
+    recommends: tuple[Dep, ...] = ()
+    suggests: tuple[Dep, ...] = ()
+    provides: tuple[Dep, ...] = ()
+    conflicts: tuple[Dep, ...] = ()
+    replaces: tuple[Dep, ...] = ()  # RPM: Obsoletes
+
+    def dependency_lists(self) -> Iterator[tuple[str, tuple[Dep, ...]]]:
+        yield "depends", self.depends
+        yield "recommends", self.recommends
+        yield "suggests", self.suggests
+
+    def edges(self) -> Iterator[Req]:
+        """Every in-set alternative of Depends, Recommends and Suggests."""
+        for _, deps in self.dependency_lists():
+            for dep in deps:
+                for req in dep:
+                    if req.target is not None:
+                        yield req
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedPackage:
+    """One package to build. ``key`` is its RPM spelling, unique in a plan."""
+
+    key: str
+    base: str
+    kind: Kind
+    arch: str | None
+    has_files: bool
+    deb: PackageRelations
+    rpm: PackageRelations
+
+    def relations(self, fmt: str) -> PackageRelations:
+        return self.deb if fmt == "deb" else self.rpm
+
+    def name(self, fmt: str) -> str:
+        return self.relations(fmt).name
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """Something the planner decided that the user should hear about."""
+
+    severity: Severity
+    message: str
+    packages: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """Every package of one release, in build order, with its relations."""
+
+    rocm_version: str
+    release: str
+    mode: Mode
+    targets: tuple[str, ...]
+    arches: tuple[str, ...]
+    prefix: str
+    variant: str
+    pin_policy: PinPolicy
+    packages: tuple[PlannedPackage, ...]
+    specs: Mapping[str, PackageSpec] = field(default_factory=dict)
+    notes: tuple[Note, ...] = ()
+
+    @property
+    def full_version(self) -> str:
+        return f"{self.rocm_version}-{self.release}"
+
+    @cached_property
+    def by_key(self) -> dict[str, PlannedPackage]:
+        return {package.key: package for package in self.packages}
+
+    def get(self, name: str) -> PlannedPackage | None:
+        """A package by its RPM or DEB name."""
+        found = self.by_key.get(name)
+        if found is None:
+            found = next((p for p in self.packages if p.deb.name == name), None)
+        return found
+
+    def family(self, base: str) -> list[PlannedPackage]:
+        return [package for package in self.packages if package.base == base]
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """One reason a plan cannot be made, naming the packages involved."""
+
+    message: str
+    packages: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class PlanError(GfxpackError, ValueError):
+    """Every problem found while planning, reported together."""
+
+    def __init__(self, causes: list[Cause]):
+        self.causes = tuple(causes)
+        super().__init__("\n".join(str(cause) for cause in causes))

@@ -1,0 +1,109 @@
+"""Every package name gfxpack produces, in one place (spec packaging.md section 6).
+
+Names are built from the base name, the ``X.Y`` of the ROCm version, an
+optional arch suffix and the build variant. DEB spells a ``-devel`` base as
+``-dev`` before anything is appended; RPM keeps ``-devel``.
+
+>>> version_xy("7.14.0~dev20260625")
+'7.14'
+>>> arch_suffix("gfx94X-dcgpu"), arch_suffix("gfx942:xnack+")
+('gfx94x', 'gfx942')
+>>> n = Naming("8.2")
+>>> n.host("amdrocm-blas", "deb"), n.device("amdrocm-blas", "gfx942", "deb")
+('amdrocm-blas-host8.2', 'amdrocm-blas8.2-gfx942')
+>>> n.versioned("amdrocm-core-devel", "deb", "gfx1100"), n.versioned("amdrocm-core-devel", "rpm")
+('amdrocm-core-dev8.2-gfx1100', 'amdrocm-core-devel8.2')
+>>> Naming("8.2", asan=True).host("amdrocm-fft", "rpm")
+'amdrocm-fft-host-asan8.2'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+FORMATS = ("deb", "rpm")
+
+_LEADING_DIGITS = re.compile(r"^\d+")
+_VERSION = re.compile(r"^[0-9][A-Za-z0-9.+~]*$")
+_RELEASE = re.compile(r"^[A-Za-z0-9.+~]+$")
+TARGET = re.compile(r"^gfx[0-9a-zA-Z]+(-[A-Za-z0-9-]+)?(:[A-Za-z0-9+\-]+)*$")
+DEFAULT_PREFIX = "/opt/rocm/core"
+
+
+class InvalidName(ValueError):
+    """A version, release or target that cannot form package names."""
+
+
+def version_xy(version: str) -> str:
+    """The ``X.Y`` of a release version: the leading digits of its first two dot fields."""
+    fields = version.split(".")
+    digits = [_LEADING_DIGITS.match(f) for f in fields[:2]]
+    if not _VERSION.match(version) or len(fields) < 2 or not all(digits):
+        raise InvalidName(
+            f"ROCm version {version!r}: expected at least two numeric dot fields, such as 8.2.0"
+        )
+    return ".".join(d.group(0) for d in digits if d)
+
+
+def check_release(release: str) -> str:
+    if not _RELEASE.match(release):
+        raise InvalidName(
+            f"release {release!r}: expected letters, digits, '.', '+' or '~' (no '-'), such as 1"
+        )
+    return release
+
+
+def arch_suffix(target: str) -> str:
+    """The name suffix of a target: lowercased, xnack feature and family tail cut off."""
+    if not TARGET.match(target):
+        raise InvalidName(
+            f"target {target!r}: expected a GPU architecture such as gfx942, "
+            "gfx942:xnack+ or a family such as gfx94X-dcgpu"
+        )
+    return target.split(":", 1)[0].lower().split("-", 1)[0]
+
+
+def deb_base(base: str) -> str:
+    """DEB spells a -devel base as -dev."""
+    return base[: -len("-devel")] + "-dev" if base.endswith("-devel") else base
+
+
+def spelled(base: str, fmt: str) -> str:
+    return deb_base(base) if fmt == "deb" else base
+
+
+def install_prefix(prefix: str | None, xy: str, asan: bool = False) -> str:
+    """The default prefix gets ``-X.Y`` (``-asan-X.Y`` for ASAN); any other is verbatim."""
+    if prefix is None or prefix.rstrip("/") == DEFAULT_PREFIX:
+        return f"{DEFAULT_PREFIX}-asan-{xy}" if asan else f"{DEFAULT_PREFIX}-{xy}"
+    return prefix
+
+
+@dataclass(frozen=True, slots=True)
+class Naming:
+    """Names for one release: ``xy`` is the version's ``X.Y``; ``asan`` the ASAN variant."""
+
+    xy: str
+    asan: bool = False
+
+    @property
+    def _version_tag(self) -> str:
+        # ASAN inserts -asan right before the version: amdrocm-core-asan7.15.
+        return f"-asan{self.xy}" if self.asan else self.xy
+
+    def host(self, base: str, fmt: str) -> str:
+        return f"{spelled(base, fmt)}-host{self._version_tag}"
+
+    def device(self, base: str, arch: str, fmt: str) -> str:
+        return f"{spelled(base, fmt)}{self._version_tag}-{arch}"
+
+    def versioned(self, base: str, fmt: str, arch: str | None = None) -> str:
+        """Versioned, per-package meta, generic meta or versioned meta; arch-suffixed
+        for an arch meta and for gfxarch packages in single-arch mode."""
+        name = f"{spelled(base, fmt)}{self._version_tag}"
+        return f"{name}-{arch}" if arch else name
+
+    def non_versioned(self, base: str, fmt: str, arch: str | None = None) -> str:
+        name = spelled(base, fmt) + ("-asan" if self.asan else "")
+        return f"{name}-{arch}" if arch else name

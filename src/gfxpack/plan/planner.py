@@ -1,0 +1,463 @@
+"""plan(): package.json specs + targets + version -> ReleasePlan. Pure.
+
+The planner takes values and returns values: no filesystem, no subprocess, no
+logging. What exists on disk arrives as an optional ArtifactIndex; everything
+worth telling the user comes back as plan notes or as one PlanError listing
+every problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from gfxpack.config import PackageSpec, Relations
+from gfxpack.plan import checks, rules
+from gfxpack.plan.artifact_index import ArtifactIndex
+from gfxpack.plan.model import (
+    Cause,
+    Dep,
+    Kind,
+    Mode,
+    Note,
+    PackageRelations,
+    PinPolicy,
+    PlanError,
+    PlannedPackage,
+    Reason,
+    ReleasePlan,
+    Req,
+    Severity,
+)
+from gfxpack.plan.naming import (
+    FORMATS,
+    InvalidName,
+    Naming,
+    arch_suffix,
+    check_release,
+    deb_base,
+    install_prefix,
+    version_xy,
+)
+from gfxpack.plan.rules import Ref
+
+VARIANTS = ("", "asan")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOptions:
+    """How to plan. Every field has the default gfxpack documents."""
+
+    mode: Mode = Mode.KPACK
+    pin_policy: PinPolicy = PinPolicy.FAMILY
+    variant: str = ""  # "" or "asan"
+    install_prefix: str | None = None  # None: /opt/rocm/core-X.Y
+    # Decision 3: "error", or "warn" to omit unresolvable amdrocm dependencies.
+    missing_dependencies: str = "error"
+
+
+def plan(
+    specs: Sequence[PackageSpec],
+    targets: Sequence[str],
+    rocm_version: str,
+    release: str = "1",
+    options: PlanOptions = PlanOptions(),
+    artifacts: ArtifactIndex | None = None,
+) -> ReleasePlan:
+    """Plan every package of a release; raise PlanError listing every problem."""
+    planner = _Planner(specs, targets, rocm_version, release, options, artifacts)
+    return planner.run()
+
+
+class _Planner:
+    def __init__(self, specs, targets, rocm_version, release, options, artifacts):
+        self.options = options
+        self.artifacts = artifacts
+        self.rocm_version = rocm_version
+        self.release = release
+        self.causes: list[Cause] = []
+        self.notes: dict[str, Note] = {}  # by message: each said once
+        self.all_specs = {spec.name: spec for spec in specs}
+        self.specs = specs
+        self.targets, self.arches = self._targets(targets)
+        try:
+            self.naming = Naming(version_xy(rocm_version), asan=options.variant == "asan")
+            check_release(release)
+        except InvalidName as e:
+            self.causes.append(Cause(str(e)))
+        if options.variant not in VARIANTS:
+            self.causes.append(Cause(f"build variant {options.variant!r}: expected '' or 'asan'"))
+        if options.missing_dependencies not in ("error", "warn"):
+            self.causes.append(
+                Cause(
+                    f"missing_dependencies {options.missing_dependencies!r}: "
+                    "expected 'error' or 'warn'"
+                )
+            )
+        self.version = f"{rocm_version}-{release}"
+
+    # -- inputs ------------------------------------------------------------
+
+    def _targets(self, targets: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Requested targets and their name suffixes, xnack variants merged."""
+        kept: list[str] = []
+        by_suffix: dict[str, str] = {}
+        for target in targets:
+            try:
+                suffix = arch_suffix(target)
+            except InvalidName as e:
+                self.causes.append(Cause(str(e)))
+                continue
+            base_target = target.split(":", 1)[0]
+            first = by_suffix.get(suffix)
+            if first is None:
+                by_suffix[suffix] = base_target
+                kept.append(base_target)
+            elif first.lower() != base_target.lower():
+                self.causes.append(
+                    Cause(
+                        f"targets {first} and {base_target} both map to the name suffix "
+                        f"-{suffix}; package names would collide",
+                        (first, base_target),
+                    )
+                )
+            if base_target != target:
+                self.note(
+                    Severity.INFO,
+                    f"target {target} is built into the {suffix} packages "
+                    "(xnack variants merge, Decision 6)",
+                )
+        if not kept and not self.causes:
+            self.causes.append(Cause("no GPU targets: give at least one, such as gfx942"))
+        if self.options.mode is Mode.SINGLE_ARCH and len(kept) > 1:
+            self.note(
+                Severity.WARNING,
+                f"single-arch mode builds for the first target only ({kept[0]}); "
+                f"ignoring {', '.join(kept[1:])}",
+            )
+            kept = kept[:1]
+        return tuple(kept), tuple(arch_suffix(t) for t in kept)
+
+    def note(self, severity: Severity, message: str, packages: Iterable[str] = ()) -> None:
+        self.notes.setdefault(message, Note(severity, message, tuple(packages)))
+
+    # -- classification ----------------------------------------------------
+
+    def _buildable(self) -> dict[str, PackageSpec]:
+        buildable = {}
+        for spec in self.specs:
+            if spec.disabled:
+                self.note(
+                    Severity.INFO,
+                    f"{spec.name} is disabled (DisablePackaging): not built",
+                    [spec.name],
+                )
+            elif (
+                self.artifacts is not None
+                and not spec.metapackage
+                and not self.artifacts.is_present(spec)
+            ):
+                wanted = ", ".join(f"{s.artifact}_*" for s in spec.artifactory) or "no Artifactory"
+                self.note(
+                    Severity.WARNING,
+                    f"{spec.name} has no artifacts ({wanted}): not built",
+                    [spec.name],
+                )
+            else:
+                buildable[spec.name] = spec
+        return buildable
+
+    def _classify(self, spec: PackageSpec) -> tuple[bool, tuple[str, ...]]:
+        """Gfxarch-ness (spec section 5) and the arches with a device or arch meta."""
+        if spec.is_devel:
+            if spec.gfxarch:
+                self.note(
+                    Severity.INFO,
+                    f"{spec.name}: -devel packages are never gfxarch (Decision 2); "
+                    "built as versioned + non-versioned",
+                    [spec.name],
+                )
+            return False, ()
+        if not spec.gfxarch:
+            return False, ()
+        if spec.metapackage or self.artifacts is None:
+            return True, self.arches
+        have = self.artifacts.arch_suffixes(spec)
+        if not have:
+            self.note(
+                Severity.WARNING,
+                f"{spec.name}: Gfxarch is True but no per-arch artifacts exist; "
+                "built as a non-gfxarch package (Decision 8)",
+                [spec.name],
+            )
+            return False, ()
+        present = tuple(arch for arch in self.arches if arch in have)
+        missing = [arch for arch in self.arches if arch not in have]
+        if missing and self.options.mode is Mode.KPACK:
+            self.note(
+                Severity.WARNING,
+                f"{spec.name}: no artifacts for {', '.join(missing)}: "
+                "no device package for that target (Decision 9)",
+                [spec.name],
+            )
+        return True, present
+
+    # -- the universe the rules ask ------------------------------------------
+
+    def is_gfxarch(self, base: str) -> bool:
+        return self.gfxarch[base]
+
+    def is_metapackage(self, base: str) -> bool:
+        return self.buildable[base].metapackage
+
+    def has_arch(self, base: str, arch: str) -> bool:
+        return arch in self.device_arches[base]
+
+    def host_name(self, base: str) -> str:
+        return self.naming.host(base, "rpm")
+
+    def name(self, ref: Ref, fmt: str) -> str:
+        if ref.shape == "host":
+            return self.naming.host(ref.base, fmt)
+        if ref.shape == "versioned":
+            return self.naming.versioned(ref.base, fmt, ref.arch)
+        return self.naming.non_versioned(ref.base, fmt, ref.arch)
+
+    # -- the plan ------------------------------------------------------------
+
+    def run(self) -> ReleasePlan:
+        if self.causes:
+            raise PlanError(self.causes)
+        self.buildable = self._buildable()
+        self.gfxarch: dict[str, bool] = {}
+        self.device_arches: dict[str, tuple[str, ...]] = {}
+        for spec in self.buildable.values():
+            self.gfxarch[spec.name], self.device_arches[spec.name] = self._classify(spec)
+
+        declared = checks.declared_dependencies(self.all_specs, self.buildable)
+        if self.options.missing_dependencies == "error":
+            self.causes.extend(declared)
+        else:
+            for cause in declared:
+                self.note(Severity.WARNING, f"{cause}: dependency omitted", cause.packages)
+
+        packages = []
+        for spec in self.buildable.values():
+            if self.options.mode is Mode.SINGLE_ARCH:
+                packages.extend(self._single_arch_family(spec))
+            elif self.gfxarch[spec.name] and spec.metapackage:
+                packages.extend(self._gfxarch_meta_family(spec))
+            elif self.gfxarch[spec.name]:
+                packages.extend(self._gfxarch_family(spec))
+            else:
+                packages.extend(self._simple_family(spec))
+
+        result = ReleasePlan(
+            rocm_version=self.rocm_version,
+            release=self.release,
+            mode=self.options.mode,
+            targets=self.targets,
+            arches=self.arches,
+            prefix=install_prefix(self.options.install_prefix, self.naming.xy, self.naming.asan),
+            variant=self.options.variant,
+            pin_policy=self.options.pin_policy,
+            packages=tuple(packages),
+            specs=self.buildable,
+            notes=tuple(self.notes.values()),
+        )
+        self.causes.extend(checks.check_plan(result))
+        if self.causes:
+            raise PlanError(self.causes)
+        return result
+
+    # One method per package type of seed 000; each yields the family in build order.
+
+    def _gfxarch_family(self, spec: PackageSpec):
+        """host + one device per arch + per-package meta + non-versioned (N+3)."""
+        base = spec.name
+        host = Ref("host", base)
+        yield self._package(spec, host, Kind.HOST, None, True, "host")
+        devices = [Ref("versioned", base, arch) for arch in self.device_arches[base]]
+        for ref in devices:
+            own_host = [(host, Reason.OWN_HOST)]
+            yield self._package(spec, ref, Kind.DEVICE, ref.arch, True, "device", own_host)
+        meta = Ref("versioned", base)
+        members = [(ref, Reason.MEMBER) for ref in [host, *devices]]
+        yield self._package(spec, meta, Kind.META, None, False, None, members)
+        yield self._non_versioned(spec, Ref("non-versioned", base), meta)
+
+    def _gfxarch_meta_family(self, spec: PackageSpec):
+        """generic meta + one arch meta per arch + non-versioned (N+2)."""
+        base = spec.name
+        arch_metas = [Ref("versioned", base, arch) for arch in self.arches]
+        generic = Ref("versioned", base)
+        members = [(ref, Reason.MEMBER) for ref in arch_metas]
+        yield self._package(spec, generic, Kind.GENERIC_META, None, False, None, members)
+        for ref in arch_metas:
+            yield self._package(spec, ref, Kind.ARCH_META, ref.arch, False, "arch-meta")
+        yield self._non_versioned(spec, Ref("non-versioned", base), generic)
+
+    def _simple_family(self, spec: PackageSpec):
+        """versioned (or versioned meta) + non-versioned (2)."""
+        versioned = Ref("versioned", spec.name)
+        if spec.metapackage:
+            kind, rule, has_files = Kind.VERSIONED_META, "versioned-meta", False
+        else:
+            kind, rule, has_files = Kind.VERSIONED, "devel" if spec.is_devel else "versioned", True
+        yield self._package(spec, versioned, kind, None, has_files, rule, self._runtime_meta(spec))
+        yield self._non_versioned(spec, Ref("non-versioned", spec.name), versioned)
+
+    def _single_arch_family(self, spec: PackageSpec):
+        """Legacy mode: versioned + non-versioned, both arch-suffixed if gfxarch."""
+        arch = self.arches[0] if self.gfxarch[spec.name] else None
+        versioned = Ref("versioned", spec.name, arch)
+        kind = Kind.VERSIONED_META if spec.metapackage else Kind.VERSIONED
+        yield self._package(
+            spec,
+            versioned,
+            kind,
+            arch,
+            not spec.metapackage,
+            "single-arch",
+            self._runtime_meta(spec),
+        )
+        yield self._non_versioned(spec, Ref("non-versioned", spec.name, arch), versioned)
+
+    def _runtime_meta(self, spec: PackageSpec) -> list[tuple[Ref, Reason]]:
+        """A devel metapackage also depends on its runtime meta (Decision 2)."""
+        if not (spec.metapackage and spec.is_devel):
+            return []
+        runtime = spec.name[: -len("-devel")]
+        if runtime not in self.buildable:
+            return []
+        arch = (
+            self.arches[0]
+            if (self.options.mode is Mode.SINGLE_ARCH and self.gfxarch[runtime])
+            else None
+        )
+        return [(Ref("versioned", runtime, arch), Reason.RUNTIME_META)]
+
+    def _non_versioned(self, spec: PackageSpec, ref: Ref, target: Ref) -> PlannedPackage:
+        """The user-facing name: depends on its versioned package and carries the
+        declared Provides / Conflicts / Replaces (Obsoletes)."""
+        return self._package(
+            spec,
+            ref,
+            Kind.NON_VERSIONED,
+            ref.arch,
+            False,
+            None,
+            [(target, Reason.ALIAS)],
+            declared=True,
+        )
+
+    def _package(
+        self,
+        spec: PackageSpec,
+        ref: Ref,
+        kind: Kind,
+        arch: str | None,
+        has_files: bool,
+        rule: str | None,
+        implicit: Sequence[tuple[Ref, Reason]] = (),
+        declared: bool = False,
+    ) -> PlannedPackage:
+        relations = {}
+        for fmt in FORMATS:
+            name = self.name(ref, fmt)
+            lists: dict[str, tuple[Dep, ...]] = {}
+            source = spec.relations(fmt)
+            implicit_deps = [
+                (self._req(spec, kind, target, reason, fmt),) for target, reason in implicit
+            ]
+            for list_name, declared_relations in source.dependency_lists():
+                resolved = self._resolve_list(spec, kind, rule, arch, name, declared_relations, fmt)
+                if list_name == "depends":
+                    resolved = implicit_deps + resolved
+                lists[list_name] = _unique(resolved)
+            if declared:
+                lists.update(_declared(source, fmt))
+            relations[fmt] = PackageRelations(name=name, **lists)
+        return PlannedPackage(
+            key=relations["rpm"].name,
+            base=spec.name,
+            kind=kind,
+            arch=arch,
+            has_files=has_files,
+            deb=relations["deb"],
+            rpm=relations["rpm"],
+        )
+
+    def _req(self, spec: PackageSpec, kind: Kind, ref: Ref, reason: Reason, fmt: str) -> Req:
+        op = rules.pin_op(self.options.pin_policy, kind, reason, spec.metapackage)
+        return Req(
+            name=self.name(ref, fmt),
+            target=self.name(ref, "rpm"),
+            op=op,
+            version=self.version if op else None,
+            reason=reason,
+        )
+
+    def _resolve_list(self, spec, kind, rule, arch, name, relations, fmt) -> list[Dep]:
+        if rule is None:
+            return []
+        resolve, carries_system = rules.RULES[rule]
+        resolved = []
+        for relation in relations:
+            if relation.opaque is not None:
+                if carries_system:
+                    resolved.append((Req(relation.opaque, text=relation.opaque),))
+                continue
+            members = []
+            for atom in relation.atoms:
+                if not rules.is_package_dependency(atom.name):
+                    if carries_system:
+                        members.append(Req(atom.name, text=atom.text))
+                    continue
+                base = rules.dependency_base(atom.name, self.all_specs)
+                if base not in self.buildable:
+                    continue  # reported by checks.declared_dependencies
+                if atom.op:
+                    self.note(
+                        Severity.WARNING,
+                        f"{spec.name}: version constraint in {atom.text!r} is replaced "
+                        f"by the {self.options.pin_policy} pin policy",
+                        [spec.name],
+                    )
+                resolution = resolve(self, base, arch)
+                if resolution.warning:
+                    self.note(Severity.WARNING, f"{name}: {resolution.warning}", [name, base])
+                if resolution.ref is not None:
+                    members.append(self._req(spec, kind, resolution.ref, resolution.reason, fmt))
+            if members:
+                resolved.append(tuple(members))
+        return resolved
+
+
+def _declared(source: Relations, fmt: str) -> dict[str, tuple[Dep, ...]]:
+    """Provides / Conflicts / Replaces as written; DEB spells -devel names -dev."""
+    spell = deb_base if fmt == "deb" else (lambda name: name)
+    return {
+        list_name: tuple(
+            (Req(relation.opaque, text=relation.opaque, reason=Reason.DECLARED),)
+            if relation.opaque is not None
+            else tuple(
+                Req(spell(atom.name), op=atom.op, version=atom.version, reason=Reason.DECLARED)
+                for atom in relation.atoms
+            )
+            for relation in getattr(source, list_name)
+        )
+        for list_name in ("provides", "conflicts", "replaces")
+    }
+
+
+def _unique(deps: Iterable[Dep]) -> tuple[Dep, ...]:
+    """Drop repeated relations (a devel meta listing its runtime meta, say)."""
+    seen = set()
+    kept = []
+    for dep in deps:
+        identity = tuple(req.target or req.render("deb") for req in dep)
+        if identity not in seen:
+            seen.add(identity)
+            kept.append(dep)
+    return tuple(kept)

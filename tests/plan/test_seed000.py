@@ -1,0 +1,180 @@
+"""Golden tests: every "Package Generation" table and dependency tree of seed 000.
+
+The golden texts are the seed's own (see golden/seed000/README.md); the first
+test proves they still are. gfxpack's output is compared with them exactly,
+except for three things the seed writes as prose rather than as data:
+
+- the sample file paths under ``[Files: ...]`` (illustrations; gfxpack prints
+  where the files come from instead);
+- the parenthesised notes on leaf lines (the seed writes ``libc6`` once and
+  ``libc6 (system dependency)`` once; developer-tools leaves have none), while
+  the labels of expanded nodes, such as ``(device)``, are compared;
+- the ``└─► ...`` lines eliding the rest of amdrocm-core's dependencies
+  (the fixture lists exactly the seven the seed names).
+
+A table row that the seed summarises in words ("host + all devices") is
+checked against the children the seed's own tree draws under that package.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gfxpack import views
+from tests.conftest import SHARED
+
+GOLDEN = Path(__file__).parent / "golden" / "seed000"
+SEED = SHARED / "seeds" / "000_3bb2ecc8bcc6cc59.txt"
+EXAMPLES = ["sysdeps", "blas", "core", "developer-tools"]
+CONNECTOR = re.compile(r"^(?P<lead>[│ ]*)(?P<glyph>[├└])─► (?P<name>\S+)(?: \((?P<label>.*)\))?$")
+
+
+def _words(text: str) -> list[str]:
+    return [re.sub(r"\s+", " ", line).strip() for line in text.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize(
+    "golden", sorted(p.name for p in GOLDEN.iterdir() if p.name.endswith((".tree", ".table.md")))
+)
+def test_golden_text_is_the_seeds(golden):
+    seed = [line for line in _words(SEED.read_text(encoding="utf-8")) if line != "|"]
+    expected = _words((GOLDEN / golden).read_text(encoding="utf-8"))
+    assert any(seed[i : i + len(expected)] == expected for i in range(len(seed))), (
+        f"{golden} is no longer a verbatim part of the seed"
+    )
+
+
+def normalize_tree(text: str) -> list[str]:
+    lines = text.rstrip("\n").split("\n")
+    # Drop the seed's "..." elision, making the sibling before it the last one.
+    kept: list[str] = []
+    for line in lines:
+        match = CONNECTOR.match(line)
+        if match and match["name"] == "...":
+            for i in range(len(kept) - 1, -1, -1):
+                previous = CONNECTOR.match(kept[i])
+                if previous and previous["lead"] == match["lead"]:
+                    kept[i] = kept[i].replace("├─►", "└─►", 1)
+                    break
+            continue
+        kept.append(line)
+    out: list[str] = []
+    in_files = False
+    for i, line in enumerate(kept):
+        body = line.rstrip()
+        if "[Files: " in body:
+            in_files = True
+            out.append(body)
+            continue
+        if in_files:
+            if body.endswith("│") and body.strip(" │") == "":
+                in_files = False
+            else:
+                continue  # an illustrative path under [Files: ...]
+        match = CONNECTOR.match(body)
+        if match:
+            following = kept[i + 1] if i + 1 < len(kept) else ""
+            child_lead = match["lead"] + ("    " if match["glyph"] == "└" else "│   ")
+            expanded = following.startswith(child_lead) and following.strip(" ") in ("│", "")
+            if not expanded:
+                body = f"{match['lead']}{match['glyph']}─► {match['name']}"
+        out.append(body)
+    return out
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_tree(seed_plan, example):
+    golden = (GOLDEN / f"{example}.tree").read_text(encoding="utf-8")
+    ours = views.tree(seed_plan, f"amdrocm-{example}")
+    assert normalize_tree(ours) == normalize_tree(golden)
+
+
+def test_tree_normalization_still_sees_differences(seed_plan):
+    """The normalization must not hide a wrong package or a wrong kind."""
+    golden = normalize_tree((GOLDEN / "blas.tree").read_text(encoding="utf-8"))
+    ours = views.tree(seed_plan, "amdrocm-blas")
+    assert normalize_tree(ours.replace("solver8.2-gfx942", "solver8.2-gfx1100")) != golden
+    assert normalize_tree(ours.replace("(device)", "(host)")) != golden
+    assert normalize_tree(ours.replace("[No files - aggregator only]", "[No files]")) != golden
+
+
+def _rows(markdown: str) -> list[list[str]]:
+    rows = [
+        [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        for line in markdown.splitlines()
+        if line.startswith("|")
+    ]
+    return rows[2:]  # header and separator
+
+
+def _seed_tree_children() -> dict[str, list[str]]:
+    """Each expanded package of the seed's trees, with the packages drawn under it."""
+    children: dict[str, list[str]] = {}
+    stack: list[tuple[int, str]] = []
+    for example in EXAMPLES:
+        for line in (GOLDEN / f"{example}.tree").read_text(encoding="utf-8").splitlines():
+            match = CONNECTOR.match(line)
+            if not match:
+                continue
+            depth = len(match["lead"]) // 4
+            while stack and stack[-1][0] >= depth:
+                stack.pop()
+            if stack and match["name"] != "...":
+                children.setdefault(stack[-1][1], []).append(match["name"])
+            stack.append((depth, match["name"]))
+    return children
+
+
+SUMMARIES = {
+    "host + all devices",
+    "All arch-specific meta variants",
+    "Actual packages with gfx1100",
+    "Actual packages with gfx942",
+    "All deps versioned (no arch suffix)",
+}
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_package_generation_table(seed_plan, example):
+    golden = _rows((GOLDEN / f"{example}.table.md").read_text(encoding="utf-8"))
+    ours = _rows(views.table(seed_plan, f"amdrocm-{example}"))
+    drawn = _seed_tree_children()
+    assert [row[:3] for row in ours] == [row[:3] for row in golden]
+    for our_row, golden_row in zip(ours, golden, strict=True):
+        name = golden_row[0].strip("`")
+        expected = drawn[name] if golden_row[3] in SUMMARIES else golden_row[3].split(", ")
+        assert our_row[3].split(", ") == expected, name
+
+
+def test_sysdeps_table_is_byte_identical(seed_plan):
+    """Where the seed lists every dependency, the Markdown is the seed's to the byte."""
+    golden = (GOLDEN / "sysdeps.table.md").read_text(encoding="utf-8")
+    assert views.table(seed_plan, "amdrocm-sysdeps") == golden
+
+
+def test_summary_expansions_come_from_the_seed():
+    drawn = _seed_tree_children()
+    assert drawn["amdrocm-blas8.2"] == [
+        "amdrocm-blas-host8.2",
+        "amdrocm-blas8.2-gfx1100",
+        "amdrocm-blas8.2-gfx942",
+    ]
+    assert drawn["amdrocm-core8.2"] == ["amdrocm-core8.2-gfx1100", "amdrocm-core8.2-gfx942"]
+    assert len(drawn["amdrocm-core8.2-gfx942"]) == 7
+
+
+@pytest.mark.parametrize(
+    ("base", "count"),
+    [
+        ("amdrocm-sysdeps", 2),
+        ("amdrocm-blas", 5),
+        ("amdrocm-core", 4),
+        ("amdrocm-developer-tools", 2),
+    ],
+)
+def test_package_counts(seed_plan, base, count):
+    """Summary table: 2 non-gfxarch; N+3 gfxarch; N+2 Gfxarch=True meta; 2 Gfxarch=False meta."""
+    assert len(seed_plan.family(base)) == count
