@@ -1,0 +1,153 @@
+"""Renderings: the JSON contract, Graphviz checked by dot itself, trees and tables."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from gfxpack import views
+from gfxpack.plan import Kind, plan
+from tests.conftest import SEED_TARGETS
+
+CONTRACT_KINDS = {
+    "versioned",
+    "non-versioned",
+    "host",
+    "device",
+    "meta",
+    "generic-meta",
+    "arch-meta",
+    "versioned-meta",
+}
+
+
+@pytest.fixture(scope="module")
+def example_plan(example_config):
+    return plan(example_config.packages, SEED_TARGETS, "8.2.0")
+
+
+def test_json_contract(seed_plan):
+    data = json.loads(views.dumps(views.to_json(seed_plan)))
+    assert {k: data[k] for k in ("rocm_version", "release", "mode", "targets")} == {
+        "rocm_version": "8.2.0",
+        "release": "1",
+        "mode": "kpack",
+        "targets": ["gfx1100", "gfx942"],
+    }
+    by_name = {p["name"]: p for p in data["packages"]}
+    device = by_name["amdrocm-blas8.2-gfx942"]
+    assert device == {
+        "name": "amdrocm-blas8.2-gfx942",
+        "base": "amdrocm-blas",
+        "kind": "device",
+        "arch": "gfx942",
+        "has_files": True,
+        "deb": {
+            "name": "amdrocm-blas8.2-gfx942",
+            "depends": [
+                "amdrocm-blas-host8.2 (= 8.2.0-1)",
+                "amdrocm-solver8.2-gfx942 (>= 8.2.0-1)",
+            ],
+            "recommends": [],
+            "suggests": [],
+            "provides": [],
+            "conflicts": [],
+            "replaces": [],
+        },
+        "rpm": {
+            "name": "amdrocm-blas8.2-gfx942",
+            "requires": ["amdrocm-blas-host8.2 = 8.2.0-1", "amdrocm-solver8.2-gfx942 >= 8.2.0-1"],
+            "recommends": [],
+            "suggests": [],
+            "provides": [],
+            "conflicts": [],
+            "obsoletes": [],
+        },
+    }
+    assert by_name["amdrocm-blas-host8.2"]["deb"]["depends"][0] == "libc6"
+    assert {p["kind"] for p in data["packages"]} == CONTRACT_KINDS
+    assert by_name["amdrocm-core8.2"]["arch"] is None
+
+
+def test_json_names_use_rpm_spelling(example_plan):
+    data = views.to_json(example_plan)
+    devel = next(p for p in data["packages"] if p["name"] == "amdrocm-blas-devel8.2")
+    assert devel["base"] == "amdrocm-blas-devel"
+    assert devel["deb"]["name"] == "amdrocm-blas-dev8.2"
+    assert devel["kind"] in CONTRACT_KINDS
+    runtime = next(p for p in data["packages"] if p["name"] == "amdrocm-runtime")
+    assert runtime["rpm"]["obsoletes"] == ["hip-runtime-amd"]
+    assert runtime["deb"]["replaces"] == ["hip-runtime-amd"]
+
+
+def test_json_lists_notes(example_plan):
+    notes = views.to_json(example_plan)["notes"]
+    assert {
+        "severity": "info",
+        "message": "amdrocm-openmp is disabled (DisablePackaging): not built",
+        "packages": ["amdrocm-openmp"],
+    } in notes
+
+
+@pytest.mark.parametrize("fmt", ["deb", "rpm"])
+def test_dot_is_valid_graphviz(example_plan, fmt):
+    """dot itself parses and lays out the graph; every package becomes a node."""
+    source = views.dot(example_plan, fmt=fmt)
+    result = subprocess.run(
+        ["dot", "-Tplain"], input=source, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    nodes = {
+        line.split()[1].strip('"')
+        for line in result.stdout.splitlines()
+        if line.startswith("node ")
+    }
+    assert {p.key for p in example_plan.packages} <= nodes
+    edges = [line for line in result.stdout.splitlines() if line.startswith("edge ")]
+    assert len(edges) == sum(
+        len(dep) for p in example_plan.packages for dep in p.relations(fmt).depends
+    )
+
+
+def test_dot_of_one_package_is_its_closure(seed_plan):
+    chosen = views.reachable(seed_plan, "amdrocm-blas8.2-gfx942")
+    assert [p.key for p in chosen] == [
+        "amdrocm-blas-host8.2",
+        "amdrocm-blas8.2-gfx942",
+        "amdrocm-runtime8.2",
+        "amdrocm-solver-host8.2",
+        "amdrocm-solver8.2-gfx942",
+        "amdrocm-profiler-base8.2",
+    ]
+    source = views.dot(seed_plan, chosen)
+    assert "amdrocm-blas8.2-gfx1100" not in source
+
+
+def test_every_example_tree_draws(example_plan):
+    """Every non-versioned root draws; each package of a family appears expanded once."""
+    for root in (p for p in example_plan.packages if p.kind is Kind.NON_VERSIONED):
+        drawn = views.tree(example_plan, root.key)
+        for member in example_plan.family(root.base):
+            assert f"{member.name('deb')} ({member.kind.label})" in drawn
+
+
+def test_tree_shows_recommends_and_alternatives(example_plan):
+    drawn = views.tree(example_plan, "amdrocm-llvm")
+    assert "├─► libstdc++6 | libstdc++8 (alternatives)" in drawn
+    assert "└─► gcc-multilib (system dependency) [recommended]" in drawn
+
+
+def test_tree_of_rpm_names(example_plan):
+    assert views.tree(example_plan, "amdrocm-blas-devel", "rpm").startswith(
+        "amdrocm-blas-devel (non-versioned)\n"
+    )
+    assert views.tree(example_plan, "amdrocm-blas-dev").startswith("amdrocm-blas-dev (")
+
+
+def test_table_escapes_alternatives(example_plan):
+    text = views.table(example_plan, "amdrocm-runtime")
+    assert "libstdc++6 \\| libstdc++8" in text
+    widths = {len(line) for line in text.splitlines()}
+    assert len(widths) == 1  # every row padded to the same width
