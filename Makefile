@@ -37,6 +37,7 @@ test: $(STAMP) system-tools lint
 
 bench: $(STAMP)
 	$(PY) bench/plan_scale.py
+	$(PY) bench/kpack_speed.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build src/*.egg-info
