@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # Debian tools the tests drive: command -> package.
-DEB_TOOLS := dot:graphviz
+DEB_TOOLS := dot:graphviz rpm:rpm rpmkeys:rpm rpm2cpio:rpm2cpio cpio:cpio lintian:lintian
 
 .PHONY: demo test lint bench system-tools clean
 
@@ -23,10 +23,18 @@ system-tools:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
+DEMO := build/demo
+
 demo: $(STAMP)
-	$(VENV)/bin/gfxpack plan --config examples/package.json --target gfx1100,gfx942 --rocm-version 8.2.0
-	$(VENV)/bin/gfxpack plan --config examples/package.json --target gfx1100,gfx942 --rocm-version 8.2.0 \
-	    --format tree --package amdrocm-blas --quiet
+	$(VENV)/bin/gfxpack plan --config examples/package.json --target gfx1100,gfx942,gfx950 \
+	    --rocm-version 8.2.0 --quiet
+	$(VENV)/bin/gfxpack plan --config examples/package.json --target gfx1100,gfx942,gfx950 \
+	    --rocm-version 8.2.0 --format tree --package amdrocm-blas --quiet
+	$(PY) examples/generate_artifacts.py $(DEMO)/artifacts
+	$(VENV)/bin/gfxpack kpack list '$(DEMO)/artifacts/blas_lib_gfx942/math-libs/BLAS/hipBLAS/stage/.kpack/blas_lib_gfx942.kpack'
+	rm -rf $(DEMO)/packages
+	$(VENV)/bin/gfxpack build --config examples/package.json --artifacts $(DEMO)/artifacts \
+	    --out $(DEMO)/packages --rocm-version 8.2.0
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from gfxpack.artifacts import route, scan
+from gfxpack.build import BuildOptions, build
 from gfxpack.config import load_config
 from gfxpack.plan import plan
 
@@ -30,3 +35,64 @@ def seed_plan(seed_specs):
 @pytest.fixture(scope="session")
 def example_config():
     return load_config(EXAMPLE_CONFIG)
+
+
+# --- a built example release (generated artifacts, both formats) -------------------------
+
+EXAMPLE_TARGETS = ["gfx1100", "gfx942", "gfx950"]
+
+
+def load_generator():
+    """examples/generate_artifacts.py, imported from its file."""
+    spec = importlib.util.spec_from_file_location(
+        "generate_artifacts", ROOT / "examples" / "generate_artifacts.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def generate_example(out: Path, scale: float = 0.2) -> Path:
+    load_generator().generate(out, EXAMPLE_CONFIG, EXAMPLE_TARGETS, scale, seed=2026)
+    return out
+
+
+@dataclass
+class BuiltRelease:
+    plan: object
+    tree: object
+    routed: dict
+    out: Path
+    built: list
+
+    def files(self, fmt: str) -> dict[str, Path]:
+        """Package key -> its file in ``fmt``."""
+        return {b.package: self.out / b.file for b in self.built if b.format == fmt}
+
+
+def build_example(artifacts: Path, out: Path, jobs: int = 2, **build_options) -> BuiltRelease:
+    tree = scan(artifacts)
+    release_plan = plan(
+        load_config(EXAMPLE_CONFIG).packages, tree.index.targets(), "8.2.0", artifacts=tree.index
+    )
+    options = BuildOptions(jobs=jobs, **build_options)
+    routed = route(release_plan, tree, options.epoch)
+    built = build(release_plan, routed, out, options)
+    return BuiltRelease(release_plan, tree, routed, out, built)
+
+
+@pytest.fixture(scope="session")
+def example_artifacts(tmp_path_factory) -> Path:
+    return generate_example(tmp_path_factory.mktemp("example") / "artifacts")
+
+
+@pytest.fixture(scope="session")
+def example_release(example_artifacts, tmp_path_factory) -> BuiltRelease:
+    return build_example(example_artifacts, tmp_path_factory.mktemp("example") / "packages")
+
+
+def run(*command: str, **options) -> subprocess.CompletedProcess:
+    """Run a real tool; fail the test with its output when it fails."""
+    result = subprocess.run(command, capture_output=True, text=True, check=False, **options)
+    assert result.returncode == 0, f"{' '.join(command)}: {result.stdout}\n{result.stderr}"
+    return result

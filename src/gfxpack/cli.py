@@ -7,21 +7,28 @@ GfxpackError prints as ``error: ...`` lines on stderr with exit status 1.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import os
 import re
+import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gfxpack import __version__, kpack, views
+from gfxpack import artifacts as artifacts_module
+from gfxpack import build as build_module
 from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
+from gfxpack.formats.compress import Compression
 from gfxpack.plan import Kind, Mode, PinPolicy, PlanOptions, ReleasePlan, Severity, plan
 from gfxpack.plan.naming import TARGET
 
@@ -37,6 +44,9 @@ def _reports_errors(command: Callable) -> Callable:
             for line in str(e).splitlines() or [type(e).__name__]:
                 click.echo(f"error: {line}", err=True)
             sys.exit(1)
+        except KeyboardInterrupt:
+            click.echo("error: interrupted; nothing partial was left behind", err=True)
+            sys.exit(130)
 
     return wrapper
 
@@ -386,3 +396,207 @@ def kpack_verify(archives):
         with kpack.KpackReader.open(archive) as reader:
             count = len(reader.verify())
             click.echo(f"{archive}: OK, {count} code objects ({reader.compression})")
+
+
+# --- build ---------------------------------------------------------------------
+
+
+@cli.command("build")
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="TheRock package.json.",
+)
+@click.option(
+    "--artifacts",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Artifacts directory: <name>_<component>_<target>/ with artifact_manifest.txt.",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Where packages and index.json go (created if missing).",
+)
+@click.option(
+    "--format", "formats", default="deb,rpm", show_default=True, help="deb, rpm or deb,rpm."
+)
+@click.option(
+    "--target",
+    "targets",
+    multiple=True,
+    help="GPU targets (default: every target the artifacts hold).",
+)
+@click.option("--rocm-version", required=True, help="Release version, e.g. 8.2.0.")
+@click.option("--release", default="1", show_default=True, help="Package release / revision.")
+@click.option(
+    "--compression",
+    default="zstd:19",
+    show_default=True,
+    help="zstd[:1-22], xz[:0-9], gzip[:0-9] or none.",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=os.cpu_count() or 1,
+    show_default=True,
+    help="Packages built at once (processes).",
+)
+@click.option(
+    "--mode",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", *(m.value for m in Mode)]),
+    help="auto: kpack when a therock_manifest.json sets KPACK_SPLIT_ARTIFACTS, else single-arch.",
+)
+@click.option(
+    "--pin-policy",
+    default="family",
+    show_default=True,
+    type=click.Choice([p.value for p in PinPolicy]),
+)
+@click.option("--build-variant", default="", type=click.Choice(["", "asan"]))
+@click.option("--install-prefix", default=None, help="[default: /opt/rocm/core-X.Y]")
+@click.option(
+    "--allow-missing-deps",
+    is_flag=True,
+    help="Omit undefined or disabled amdrocm dependencies with a warning.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No notes and no progress, only the summary.")
+@_reports_errors
+def build_command(
+    config_path,
+    artifacts,
+    out,
+    formats,
+    targets,
+    rocm_version,
+    release,
+    compression,
+    jobs,
+    mode,
+    pin_policy,
+    build_variant,
+    install_prefix,
+    allow_missing_deps,
+    quiet,
+):
+    """Build every package of the release as .deb and .rpm files.
+
+    Packages are written in parallel, each under a temporary name and renamed
+    when complete; OUT/index.json lists every file with its sha256. Builds are
+    reproducible: SOURCE_DATE_EPOCH (default 2024-01-01) sets every timestamp.
+    """
+    chosen = tuple(f for f in _SEPARATORS.split(formats) if f)
+    if not chosen or any(f not in ("deb", "rpm") for f in chosen):
+        raise GfxpackError(f"--format {formats!r}: expected deb, rpm or deb,rpm")
+    build_options = build_module.BuildOptions(
+        formats=chosen,
+        compression=Compression.parse(compression),
+        jobs=jobs,
+        epoch=build_module.source_date_epoch(os.environ),
+    )
+    started = time.perf_counter()
+    config = load_config(config_path)
+    tree = artifacts_module.scan(artifacts)
+    if mode == "auto":
+        mode = Mode.KPACK if tree.kpack_split else Mode.SINGLE_ARCH
+    wanted = [t for value in targets for t in _SEPARATORS.split(value) if t]
+    options = PlanOptions(
+        mode=Mode(mode),
+        pin_policy=PinPolicy(pin_policy),
+        variant=build_variant,
+        install_prefix=install_prefix,
+        missing_dependencies="warn" if allow_missing_deps else "error",
+    )
+    release_plan = plan(
+        config.packages,
+        wanted or tree.index.targets(),
+        rocm_version,
+        release,
+        options,
+        artifacts=tree.index,
+    )
+    if not quiet:
+        for warning in tree.warnings:
+            click.echo(f"warning: {warning}", err=True)
+        _print_notes(config.warnings, release_plan, verbose=False)
+    build_options = build_module.BuildOptions(
+        formats=chosen,
+        compression=Compression.parse(compression),
+        jobs=jobs,
+        epoch=build_module.source_date_epoch(os.environ),
+    )
+    routed = artifacts_module.route(release_plan, tree, build_options.epoch)
+    # SIGTERM stops a build the way Ctrl-C does: jobs killed, partial files removed.
+    signal.signal(signal.SIGTERM, _interrupt)
+    with _progress(quiet) as on_built:
+        built = build_module.build(release_plan, routed, out, build_options, on_built)
+    _print_build_summary(built, out, time.perf_counter() - started)
+
+
+def _interrupt(_signum, _frame):
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _progress(quiet: bool):
+    """A progress bar on a terminal; one plain line per package otherwise."""
+    if quiet:
+        yield None
+        return
+    if not sys.stderr.isatty():
+
+        def plain(item, done, total):
+            click.echo(
+                f"[{done}/{total}] {item.file} ({item.size:,} bytes, {item.seconds:.2f} s)",
+                err=True,
+            )
+
+        yield plain
+        return
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        task = progress.add_task("building", total=None)
+
+        def bar(item, done, total):
+            progress.update(task, total=total, completed=done, description=item.file)
+
+        yield bar
+
+
+def _print_build_summary(built, out, seconds: float) -> None:
+    table = Table(
+        "kind",
+        "files",
+        "bytes",
+        "seconds (sum of jobs)",
+        title=f"{len(built)} packages in {out} ({seconds:.1f} s wall)",
+    )
+    for kind in Kind:
+        items = [b for b in built if b.kind == kind.value]
+        if items:
+            table.add_row(
+                kind.title,
+                str(len(items)),
+                f"{sum(b.size for b in items):,}",
+                f"{sum(b.seconds for b in items):.2f}",
+            )
+    table.add_row(
+        "total",
+        str(len(built)),
+        f"{sum(b.size for b in built):,}",
+        f"{sum(b.seconds for b in built):.2f}",
+        style="bold",
+    )
+    Console(width=100).print(table)

@@ -1,0 +1,233 @@
+"""Materialise a realistic TheRock artifacts tree for examples/package.json.
+
+For every enabled base with an Artifactory, each (artifact, component) gets a
+``<artifact>_<component>_generic/`` directory, and the components of gfxarch
+packages get ``<artifact>_lib_<arch>/`` directories too, as TheRock's kpack
+split leaves them: an ``artifact_manifest.txt`` of build-tree prefixes, and
+under each prefix the staged files:
+
+- lib: ``lib/lib<name>.so.<version>`` (ELF-like bytes) with the ``.so.<major>``
+  symlink; per arch: ``.kpack/<artifact>_lib_<arch>.kpack`` (written with
+  gfxpack's kpack writer) under the first sorted prefix, and per-arch
+  database files (Tensile-style ``library/*_<arch>.co``) under each prefix;
+- run: ``bin/<tool>``; dev: headers, CMake config and the ``lib<name>.so``
+  symlink; doc: ``share/doc/<name>/``; hidden files included.
+
+One xnack variant directory (``blas_lib_gfx942:xnack+``) is added, one
+gfxarch package (amdrocm-dnn) has no gfx950 build, and
+``base_lib_generic/base/aux-overlay/stage/share/therock/therock_manifest.json``
+sets KPACK_SPLIT_ARTIFACTS. The output depends only on the seed.
+
+    python examples/generate_artifacts.py OUT [--config examples/package.json]
+        [--targets gfx1100,gfx942,gfx950] [--scale 1.0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import struct
+import sys
+from pathlib import Path
+
+from gfxpack.config import load_config
+from gfxpack.kpack import write_kpack
+
+HERE = Path(__file__).resolve().parent
+CATEGORY = {  # artifact -> build-tree directory, as TheRock lays them out
+    "blas": "math-libs/BLAS",
+    "hipblasltprovider": "math-libs/BLAS",
+    "solver": "math-libs/solver",
+    "sparse": "math-libs/sparse",
+    "fft": "math-libs/fft",
+    "rand": "math-libs/rand",
+    "miopen": "ml-libs",
+    "hipdnn": "ml-libs",
+    "core-runtime": "core",
+    "core-hip": "core",
+    "core-ocl": "core",
+    "amd-llvm": "compiler",
+    "hipify": "compiler",
+    "base": "base",
+    "amdsmi": "core",
+    "rocprofiler-sdk": "profiler",
+    "aqlprofile": "profiler",
+    "rocprofiler-compute": "profiler",
+    "rocprofiler-systems": "profiler",
+}
+ELF_IDENT = b"\x7fELF\x02\x01\x01" + bytes(9)  # 64-bit, little-endian, version 1
+EM_AMDGPU = 224
+NO_BUILD = {("amdrocm-dnn", "gfx950")}  # a target a library does not support yet
+XNACK = ("blas", "gfx942:xnack+")
+
+
+class Payload:
+    """ELF-like bytes: runs of random data (packed constants) and repeated words
+    (instruction streams), so compressors behave as they do on real libraries."""
+
+    def __init__(self, seed: int):
+        self.rng = random.Random(seed)
+        pool = bytearray()
+        while len(pool) < 8 << 20:
+            if self.rng.random() < 0.35:
+                pool += self.rng.randbytes(self.rng.randint(256, 4096))
+            else:
+                pool += self.rng.randbytes(self.rng.choice((4, 8))) * self.rng.randint(8, 256)
+        self.pool = bytes(pool)
+
+    def elf(self, size: int, machine: int = 62) -> bytes:
+        """A well-formed ELF64 header (no segments, no sections) and ``size`` bytes in all;
+        machine 62 is x86-64, 224 AMDGPU."""
+        header = ELF_IDENT + struct.pack(
+            "<HHIQQQIHHHHHH", 3, machine, 1, 0, 0, 0, 0, 64, 56, 0, 64, 0, 0
+        )
+        start = self.rng.randrange(0, len(self.pool) - size)
+        return header + self.pool[start : start + size - len(header)]
+
+
+def library_name(subdir: str) -> str:
+    return "".join(ch for ch in subdir.lower() if ch.isalnum())
+
+
+def prefix_of(artifact: str, subdir: str) -> str:
+    return f"{CATEGORY.get(artifact, artifact)}/{subdir}/stage"
+
+
+def write_generic(
+    root: Path, prefix: str, component: str, subdir: str, payload: Payload, scale: float
+) -> None:
+    name = library_name(subdir)
+    stage = root / prefix
+    if component == "lib":
+        lib = stage / "lib"
+        lib.mkdir(parents=True, exist_ok=True)
+        real = f"lib{name}.so.1.4.0"
+        (lib / real).write_bytes(payload.elf(int(payload.rng.randint(200, 1500) * 1024 * scale)))
+        (lib / f"lib{name}.so.1").symlink_to(real)
+    elif component == "run":
+        bin_dir = stage / "bin"
+        bin_dir.mkdir(parents=True, exist_ok=True)
+        tool = bin_dir / f"{name}-info"
+        tool.write_bytes(payload.elf(int(64 * 1024 * scale)))
+        tool.chmod(0o755)
+    elif component == "dev":
+        include = stage / "include" / name
+        include.mkdir(parents=True, exist_ok=True)
+        (include / f"{name}.h").write_text(f"#pragma once\nint {name}_version(void);\n")
+        cmake = stage / "lib" / "cmake" / name
+        cmake.mkdir(parents=True, exist_ok=True)
+        (cmake / f"{name}-config.cmake").write_text(f"add_library(roc::{name} SHARED IMPORTED)\n")
+        (stage / "lib" / f"lib{name}.so").symlink_to(f"lib{name}.so.1")
+    elif component == "doc":
+        doc = stage / "share" / "doc" / name
+        doc.mkdir(parents=True, exist_ok=True)
+        (doc / "README.md").write_text(f"# {subdir}\n\nPart of the gfxpack example release.\n")
+        (doc / ".buildinfo").write_text("hidden files are packaged too\n")
+    elif component == "test":
+        tests = stage / "bin"
+        tests.mkdir(parents=True, exist_ok=True)
+        (tests / f"{name}-test").write_bytes(payload.elf(int(32 * 1024 * scale)))
+
+
+def write_arch(
+    root: Path,
+    directory: str,
+    prefixes: list[str],
+    subdirs: list[str],
+    arch: str,
+    payload: Payload,
+    scale: float,
+) -> None:
+    for prefix, subdir in zip(prefixes, subdirs, strict=True):
+        library = root / prefix / "lib" / library_name(subdir) / "library"
+        library.mkdir(parents=True, exist_ok=True)
+        size = int(payload.rng.randint(100, 600) * 1024 * scale)
+        code_object = payload.elf(size, EM_AMDGPU)
+        (library / f"TensileLibrary_{arch.replace(':', '-')}.co").write_bytes(code_object)
+    # Fat-binary code objects of the whole artifact, in one kpack under the first prefix.
+    first = sorted(prefixes)[0]
+    kernels = [
+        (
+            f"{prefix}/lib/lib{library_name(subdir)}.so.1.4.0#{i}",
+            payload.elf(int(payload.rng.randint(16, 256) * 1024 * scale)),
+        )
+        for prefix, subdir in zip(prefixes, subdirs, strict=True)
+        for i in range(2)
+    ]
+    kpack_dir = root / first / ".kpack"
+    kpack_dir.mkdir(parents=True, exist_ok=True)
+    write_kpack(
+        kpack_dir / f"{directory}.kpack",
+        kernels,
+        group=directory.rsplit("_", 1)[0],
+        arch=arch.split(":")[0],
+    )
+
+
+def generate(out: Path, config_path: Path, targets: list[str], scale: float, seed: int) -> int:
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    payload = Payload(seed)
+    config = load_config(config_path)
+    directories: dict[str, list[tuple[str, str]]] = {}  # directory -> [(prefix, subdir)]
+    for spec in config.packages:
+        if spec.disabled or spec.metapackage:
+            continue
+        for source in spec.artifactory:
+            for subdir in source.subdirs:
+                prefix = prefix_of(source.artifact, subdir.name)
+                for component in subdir.components:
+                    directory = f"{source.artifact}_{component}_generic"
+                    directories.setdefault(directory, []).append((prefix, subdir.name))
+                    write_generic(out / directory, prefix, component, subdir.name, payload, scale)
+                    if not (spec.gfxarch and source.gfxarch and component == "lib"):
+                        continue
+                    arches = [t for t in targets if (spec.name, t) not in NO_BUILD]
+                    if source.artifact == XNACK[0]:
+                        arches.append(XNACK[1])
+                    for arch in arches:
+                        name = f"{source.artifact}_{component}_{arch}"
+                        directories.setdefault(name, []).append((prefix, subdir.name))
+    for directory, members in directories.items():
+        if not directory.endswith("_generic"):
+            prefixes = [p for p, _ in members]
+            write_arch(
+                out / directory,
+                directory,
+                prefixes,
+                [s for _, s in members],
+                directory.rsplit("_", 1)[1],
+                payload,
+                scale,
+            )
+        manifest = "".join(f"{prefix}\n" for prefix in sorted({p for p, _ in members}))
+        (out / directory / "artifact_manifest.txt").write_text(manifest)
+    therock = out / "base_lib_generic/base/aux-overlay/stage/share/therock"
+    therock.mkdir(parents=True, exist_ok=True)
+    (therock / "therock_manifest.json").write_text(
+        json.dumps({"flags": {"KPACK_SPLIT_ARTIFACTS": True}, "targets": targets}, indent=2) + "\n"
+    )
+    return len(directories)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--config", type=Path, default=HERE / "package.json")
+    parser.add_argument("--targets", default="gfx1100,gfx942,gfx950")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every file size")
+    parser.add_argument("--seed", type=int, default=2026)
+    args = parser.parse_args(argv)
+    count = generate(args.out, args.config, args.targets.split(","), args.scale, args.seed)
+    size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file() and not p.is_symlink())
+    print(
+        f"wrote {count} artifact directories, {size / 2**20:.1f} MiB, to {args.out}",
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""Package contents and the two archive formats that carry them: tar and cpio (newc).
+
+A payload is a sorted tuple of :class:`Entry` values (absolute install paths);
+writers stream each regular file from disk once, hashing it on the way, and
+return the digests they computed. Output is reproducible: sorted entries,
+owner root:root, mtimes clamped to the build's SOURCE_DATE_EPOCH.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import posixpath
+import stat
+import tarfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import BinaryIO
+
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One path a package installs."""
+
+    path: str  # absolute, normalized: /opt/rocm/core-8.2/lib/libx.so
+    kind: str  # "file", "dir" or "symlink"
+    mode: int = 0o644  # permission bits only
+    size: int = 0
+    source: str | None = None  # where a file's bytes are read from
+    target: str | None = None  # a symlink's target, as written
+    mtime: int = 0
+    data: bytes | None = None  # inline bytes instead of a source file
+
+    @property
+    def is_file(self) -> bool:
+        return self.kind == "file"
+
+
+@dataclass(frozen=True, slots=True)
+class Digests:
+    md5: str
+    sha256: str
+
+
+def with_parents(entries: Iterable[Entry], mtime: int, stop: str = "/") -> tuple[Entry, ...]:
+    """Entries plus every missing parent directory below ``stop``, sorted by path."""
+    by_path = {entry.path: entry for entry in entries}
+    for path in list(by_path):
+        parent = posixpath.dirname(path)
+        while parent not in by_path and parent != stop and parent.startswith(stop):
+            by_path[parent] = Entry(parent, "dir", 0o755, mtime=mtime)
+            parent = posixpath.dirname(parent)
+    return tuple(sorted(by_path.values(), key=lambda e: e.path))
+
+
+def installed_size(entries: Iterable[Entry]) -> int:
+    return sum(entry.size for entry in entries if entry.kind != "dir")
+
+
+def archive_size_hint(entries: tuple[Entry, ...]) -> int:
+    """Roughly the bytes a tar or cpio of ``entries`` holds: contents plus headers."""
+    return installed_size(entries) + 512 * (len(entries) + 2)
+
+
+class _HashingReader:
+    """Reads a file while updating its md5 and sha256 (one pass for every digest)."""
+
+    def __init__(self, file: BinaryIO):
+        self._file = file
+        self.md5 = hashlib.md5(usedforsecurity=False)
+        self.sha256 = hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._file.read(size)
+        self.md5.update(data)
+        self.sha256.update(data)
+        return data
+
+
+def _open(entry: Entry):
+    if entry.data is not None:
+        return io.BytesIO(entry.data)
+    return open(entry.source, "rb")
+
+
+def _check_size(entry: Entry, reader: _HashingReader, copied: int) -> None:
+    if copied != entry.size or reader._file.read(1):
+        raise OSError(f"{entry.source} changed while it was packaged")
+
+
+# --- tar (DEB data.tar and control.tar) ------------------------------------------------------
+
+
+def write_tar(
+    out: BinaryIO, entries: Iterable[Entry], mtime: int, root: str = "."
+) -> dict[str, Digests]:
+    """GNU tar of ``entries`` with names ``./opt/...``; returns each file's digests."""
+    digests: dict[str, Digests] = {}
+    with tarfile.open(fileobj=out, mode="w|", format=tarfile.GNU_FORMAT) as tar:
+        top = tarfile.TarInfo(root + "/")
+        top.type, top.mode, top.mtime = tarfile.DIRTYPE, 0o755, mtime
+        top.uname = top.gname = "root"
+        tar.addfile(top)
+        for entry in entries:
+            info = tarfile.TarInfo(root + entry.path + ("/" if entry.kind == "dir" else ""))
+            info.mode = entry.mode
+            info.mtime = entry.mtime
+            info.uid = info.gid = 0
+            info.uname = info.gname = "root"
+            if entry.kind == "dir":
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            elif entry.kind == "symlink":
+                info.type = tarfile.SYMTYPE
+                info.linkname = entry.target
+                tar.addfile(info)
+            else:
+                info.size = entry.size
+                with _open(entry) as file:
+                    reader = _HashingReader(file)
+                    tar.addfile(info, reader)
+                    if reader._file.read(1):
+                        raise OSError(f"{entry.source} grew while it was packaged")
+                digests[entry.path] = Digests(reader.md5.hexdigest(), reader.sha256.hexdigest())
+    return digests
+
+
+# --- cpio newc (the RPM payload) ------------------------------------------------------------------
+
+_NEWC = "070701{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}"
+_MAX_NEWC = 0xFFFFFFFF
+
+
+def _pad4(length: int) -> bytes:
+    return b"\0" * (-length % 4)
+
+
+def _cpio_header(
+    out: BinaryIO, name: str, ino: int, mode: int, nlink: int, mtime: int, size: int
+) -> None:
+    encoded = name.encode() + b"\0"
+    header = _NEWC.format(ino, mode, 0, 0, nlink, mtime, size, 0, 0, 0, 0, len(encoded), 0)
+    out.write(header.encode() + encoded + _pad4(len(header) + len(encoded)))
+
+
+def write_cpio(out: BinaryIO, entries: Iterable[Entry], root: str = ".") -> dict[str, Digests]:
+    """newc cpio with names ``./opt/...`` and inodes numbered from 1 in entry order."""
+    digests: dict[str, Digests] = {}
+    for ino, entry in enumerate(entries, start=1):
+        name = root + entry.path
+        if entry.kind == "dir":
+            _cpio_header(out, name, ino, stat.S_IFDIR | entry.mode, 2, entry.mtime, 0)
+        elif entry.kind == "symlink":
+            target = entry.target.encode()
+            _cpio_header(out, name, ino, stat.S_IFLNK | 0o777, 1, entry.mtime, len(target))
+            out.write(target + _pad4(len(target)))
+        else:
+            if entry.size > _MAX_NEWC:
+                raise OSError(f"{entry.path}: {entry.size} bytes is too large for a cpio payload")
+            _cpio_header(out, name, ino, stat.S_IFREG | entry.mode, 1, entry.mtime, entry.size)
+            with _open(entry) as file:
+                reader = _HashingReader(file)
+                copied = 0
+                while chunk := reader.read(min(CHUNK, entry.size - copied)):
+                    out.write(chunk)
+                    copied += len(chunk)
+                    if copied == entry.size:
+                        break
+                _check_size(entry, reader, copied)
+            out.write(_pad4(entry.size))
+            digests[entry.path] = Digests(reader.md5.hexdigest(), reader.sha256.hexdigest())
+    _cpio_header(out, "TRAILER!!!", 0, 0, 1, 0, 0)
+    return digests
+
+
+def entry_from_disk(source: str, path: str, mtime_limit: int) -> Entry:
+    """An entry for a file, directory or symlink on disk (modes kept, mtime clamped)."""
+    info = os.lstat(source)
+    mtime = min(int(info.st_mtime), mtime_limit)
+    if stat.S_ISLNK(info.st_mode):
+        return Entry(path, "symlink", 0o777, target=os.readlink(source), mtime=mtime)
+    if stat.S_ISDIR(info.st_mode):
+        return Entry(path, "dir", stat.S_IMODE(info.st_mode), mtime=mtime)
+    if stat.S_ISREG(info.st_mode):
+        return Entry(path, "file", stat.S_IMODE(info.st_mode), info.st_size, source, mtime=mtime)
+    raise OSError(f"{source}: not a regular file, directory or symlink")

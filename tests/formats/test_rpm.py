@@ -1,0 +1,134 @@
+"""Our .rpm files, judged by rpm, rpmkeys, rpm2cpio and cpio."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gfxpack.formats.rpm import parse_dependency
+from gfxpack.plan import render
+from gfxpack.views import reachable
+from tests.conftest import run
+
+QUERY = "%{NAME}|%{VERSION}|%{RELEASE}|%{ARCH}\\n"
+LISTS = {
+    "REQUIRENEVRS": "depends",
+    "PROVIDENEVRS": "provides",
+    "CONFLICTNEVRS": "conflicts",
+    "OBSOLETENEVRS": "replaces",
+    "RECOMMENDNEVRS": "recommends",
+    "SUGGESTNEVRS": "suggests",
+}
+
+
+def query(rpm: Path, fmt: str) -> list[str]:
+    return run("rpm", "-qp", "--qf", fmt, str(rpm)).stdout.splitlines()
+
+
+def _as_rpm_prints(text: str) -> str:
+    dep = parse_dependency(text)
+    op = {2: "<", 10: "<=", 8: "=", 12: ">=", 4: ">"}.get(dep.flags & 14)
+    return f"{dep.name} {op} {dep.version}" if op else dep.name
+
+
+def test_header_agrees_with_the_plan(example_release):
+    for key, rpm in example_release.files("rpm").items():
+        package = example_release.plan.by_key[key]
+        spec = example_release.plan.specs[package.base]
+        assert query(rpm, QUERY) == [f"{package.rpm.name}|8.2.0|1|{spec.build_arch}"]
+        for tag, attribute in LISTS.items():
+            listed = query(rpm, f"[%{{{tag}}}\\n]")
+            expected = [_as_rpm_prints(render(d, "rpm")) for d in getattr(package.rpm, attribute)]
+            if tag == "REQUIRENEVRS":
+                listed = [r for r in listed if not r.startswith("rpmlib(")]
+            if tag == "PROVIDENEVRS":
+                self_provides = [
+                    f"{package.rpm.name} = 8.2.0-1",
+                    f"{package.rpm.name}(x86-64) = 8.2.0-1",
+                ]
+                expected = self_provides + expected
+            assert listed == expected, f"{rpm.name} {tag}"
+
+
+def test_every_digest_is_ok(example_release):
+    rpms = [str(p) for p in example_release.files("rpm").values()]
+    output = run("rpmkeys", "-Kv", *rpms).stdout
+    checks = [line.strip() for line in output.splitlines() if line.startswith("    ")]
+    assert len(checks) >= 4 * len(rpms)
+    assert all(line.endswith(": OK") for line in checks), output
+    for required in ("Header SHA256 digest: OK", "Payload SHA256 digest: OK", "MD5 digest: OK"):
+        assert output.count(required) == len(rpms)
+
+
+@pytest.mark.parametrize(
+    "key", ["amdrocm-blas-host8.2", "amdrocm-blas8.2-gfx942", "amdrocm-runtime-devel8.2"]
+)
+def test_rpm2cpio_reproduces_the_payload(example_release, tmp_path, key):
+    rpm = example_release.files("rpm")[key]
+    cpio = subprocess.run(["rpm2cpio", str(rpm)], capture_output=True, check=True).stdout
+    subprocess.run(["cpio", "-idm", "--quiet"], input=cpio, cwd=tmp_path, check=True)
+    for entry in example_release.routed[key]:
+        extracted = tmp_path / entry.path.lstrip("/")
+        if entry.kind == "symlink":
+            assert os.readlink(extracted) == entry.target
+        elif entry.kind == "file":
+            assert extracted.read_bytes() == Path(entry.source).read_bytes(), entry.path
+            assert stat.S_IMODE(os.lstat(extracted).st_mode) == entry.mode
+
+
+def test_metapackages_contain_no_files(example_release):
+    for key, rpm in example_release.files("rpm").items():
+        if not example_release.plan.by_key[key].has_files:
+            assert query(rpm, "[%{FILENAMES}\\n]") == [], rpm.name
+
+
+@pytest.mark.slow
+def test_rpm_installs_the_gfx942_set(example_release, tmp_path):
+    release = example_release
+    chosen = reachable(release.plan, "amdrocm-core8.2-gfx942", "rpm")
+    root = tmp_path / "root"
+    run("rpm", "--root", str(root), "--initdb")
+    files = release.files("rpm")
+    run(
+        "rpm",
+        "--root",
+        str(root),
+        "-i",
+        "--nodeps",
+        "--noscripts",
+        *(str(files[p.key]) for p in chosen),
+    )
+    installed = set(run("rpm", "--root", str(root), "-qa", "--qf", "%{NAME}\\n").stdout.split())
+    assert installed == {p.rpm.name for p in chosen}
+    for package in chosen:
+        listed = run("rpm", "--root", str(root), "-ql", package.rpm.name).stdout.splitlines()
+        expected = [e.path for e in release.routed.get(package.key, ())]
+        assert listed == (expected or ["(contains no files)"]), package.rpm.name
+        for path in expected:
+            assert os.path.lexists(root / path.lstrip("/")), path
+    assert run("rpm", "--root", str(root), "-V", "amdrocm-blas8.2-gfx942").stdout == ""
+
+
+@pytest.mark.slow
+def test_relocatable_prefix(example_release, tmp_path):
+    root = tmp_path / "root"
+    run("rpm", "--root", str(root), "--initdb")
+    rpm = example_release.files("rpm")["amdrocm-fft8.2-gfx942"]
+    assert query(rpm, "[%{PREFIXES}\\n]") == ["/opt/rocm/core-8.2"]
+    run(
+        "rpm",
+        "--root",
+        str(root),
+        "-i",
+        "--nodeps",
+        "--noscripts",
+        "--prefix",
+        "/usr/lib/rocm-8.2",
+        str(rpm),
+    )
+    assert (root / "usr/lib/rocm-8.2/.kpack/fft_lib_gfx942.kpack").is_file()
+    assert not (root / "opt/rocm").exists()
