@@ -44,8 +44,11 @@ test: $(STAMP) system-tools lint
 	$(VENV)/bin/pytest
 
 bench: $(STAMP)
+	$(MAKE) system-tools DEB_TOOLS="$(DEB_TOOLS) dpkg-buildpackage:dpkg-dev dh:debhelper zstd:zstd"
+	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) bench/plan_scale.py
 	$(PY) bench/kpack_speed.py
+	$(PY) bench/build_speed.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build src/*.egg-info

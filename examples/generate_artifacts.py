@@ -64,18 +64,20 @@ XNACK = ("blas", "gfx942:xnack+")
 
 
 class Payload:
-    """ELF-like bytes: runs of random data (packed constants) and repeated words
-    (instruction streams), so compressors behave as they do on real libraries."""
+    """ELF-like bytes that compress the way libraries do: a skewed byte alphabet
+    (code and tables use few values often), 4 KiB blocks that repeat recent ones
+    with small changes (inlined code, unrolled loops), and zero padding; nothing
+    repeats across files, so a compressor's window size does not flatter it."""
+
+    BLOCK = 4096
 
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
-        pool = bytearray()
-        while len(pool) < 8 << 20:
-            if self.rng.random() < 0.35:
-                pool += self.rng.randbytes(self.rng.randint(256, 4096))
-            else:
-                pool += self.rng.randbytes(self.rng.choice((4, 8))) * self.rng.randint(8, 256)
-        self.pool = bytes(pool)
+        common = self.rng.sample(range(256), 48)
+        weights = [40 if value == 0 else 1 for value in range(256)]
+        for rank, value in enumerate(common):
+            weights[value] += 48 - rank
+        self.table = bytes(self.rng.choices(range(256), weights, k=256))
 
     def elf(self, size: int, machine: int = 62) -> bytes:
         """A well-formed ELF64 header (no segments, no sections) and ``size`` bytes in all;
@@ -83,8 +85,20 @@ class Payload:
         header = ELF_IDENT + struct.pack(
             "<HHIQQQIHHHHHH", 3, machine, 1, 0, 0, 0, 0, 64, 56, 0, 64, 0, 0
         )
-        start = self.rng.randrange(0, len(self.pool) - size)
-        return header + self.pool[start : start + size - len(header)]
+        blocks: list[bytes] = []
+        length = len(header)
+        while length < size:
+            roll = self.rng.random()
+            if roll < 0.3 and blocks:
+                recent = self.rng.choice(blocks[-16:])
+                block = self.rng.randbytes(16).translate(self.table) + recent[16:]
+            elif roll < 0.4:
+                block = bytes(self.BLOCK)
+            else:
+                block = self.rng.randbytes(self.BLOCK).translate(self.table)
+            blocks.append(block)
+            length += len(block)
+        return (header + b"".join(blocks))[:size]
 
 
 def library_name(subdir: str) -> str:

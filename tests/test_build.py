@@ -100,10 +100,13 @@ def gfxpack(*args, **options):
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_build_leaves_only_complete_packages(tmp_path, sig):
-    artifacts = generate_example(tmp_path / "artifacts", scale=2.0)
+    artifacts = generate_example(tmp_path / "artifacts", scale=1.0)
     out = tmp_path / "out"
+    # zstd:19 makes the build last several seconds, long enough to interrupt it.
     process = gfxpack(
         "build",
+        "--compression",
+        "zstd:19",
         "--config",
         str(EXAMPLE_CONFIG),
         "--artifacts",

@@ -19,7 +19,7 @@ import zstandard
 
 from gfxpack.errors import GfxpackError
 
-DEFAULT_LEVELS = {"zstd": 19, "xz": 6, "gzip": 9, "none": 0}
+DEFAULT_LEVELS = {"zstd": 9, "xz": 6, "gzip": 9, "none": 0}
 LEVEL_RANGES = {"zstd": (1, 22), "xz": (0, 9), "gzip": (0, 9), "none": (0, 0)}
 DEB_SUFFIX = {"zstd": ".zst", "xz": ".xz", "gzip": ".gz", "none": ""}
 

@@ -96,7 +96,7 @@ def write(info: PackageInfo, out: BinaryIO) -> None:
             digests = write_tar(stream, entries, info.mtime)
         data_size = data.tell()
         md5sums = "".join(
-            f"{digests[e.path].md5}  {e.path.lstrip('/')}\n" for e in entries if e.is_file
+            f"{digests[e.path]}  {e.path.lstrip('/')}\n" for e in entries if e.is_file
         )
         control = [Entry("/control", "file", 0o644, data=control_text(info).encode())]
         if md5sums:

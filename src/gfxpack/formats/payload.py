@@ -39,12 +39,6 @@ class Entry:
         return self.kind == "file"
 
 
-@dataclass(frozen=True, slots=True)
-class Digests:
-    md5: str
-    sha256: str
-
-
 def with_parents(entries: Iterable[Entry], mtime: int, stop: str = "/") -> tuple[Entry, ...]:
     """Entries plus every missing parent directory below ``stop``, sorted by path."""
     by_path = {entry.path: entry for entry in entries}
@@ -66,17 +60,16 @@ def archive_size_hint(entries: tuple[Entry, ...]) -> int:
 
 
 class _HashingReader:
-    """Reads a file while updating its md5 and sha256 (one pass for every digest)."""
+    """Reads a file while hashing it: the one digest its format records (DEB md5sums
+    want md5, RPM file digests sha256), computed on the way to the archive."""
 
-    def __init__(self, file: BinaryIO):
+    def __init__(self, file: BinaryIO, algorithm: str):
         self._file = file
-        self.md5 = hashlib.md5(usedforsecurity=False)
-        self.sha256 = hashlib.sha256()
+        self.hash = hashlib.new(algorithm, usedforsecurity=False)
 
     def read(self, size: int = -1) -> bytes:
         data = self._file.read(size)
-        self.md5.update(data)
-        self.sha256.update(data)
+        self.hash.update(data)
         return data
 
 
@@ -86,19 +79,14 @@ def _open(entry: Entry):
     return open(entry.source, "rb")
 
 
-def _check_size(entry: Entry, reader: _HashingReader, copied: int) -> None:
-    if copied != entry.size or reader._file.read(1):
-        raise OSError(f"{entry.source} changed while it was packaged")
-
-
 # --- tar (DEB data.tar and control.tar) ------------------------------------------------------
 
 
 def write_tar(
-    out: BinaryIO, entries: Iterable[Entry], mtime: int, root: str = "."
-) -> dict[str, Digests]:
-    """GNU tar of ``entries`` with names ``./opt/...``; returns each file's digests."""
-    digests: dict[str, Digests] = {}
+    out: BinaryIO, entries: Iterable[Entry], mtime: int, algorithm: str = "md5", root: str = "."
+) -> dict[str, str]:
+    """GNU tar of ``entries`` with names ``./opt/...``; returns each file's hex digest."""
+    digests: dict[str, str] = {}
     with tarfile.open(fileobj=out, mode="w|", format=tarfile.GNU_FORMAT) as tar:
         top = tarfile.TarInfo(root + "/")
         top.type, top.mode, top.mtime = tarfile.DIRTYPE, 0o755, mtime
@@ -120,11 +108,11 @@ def write_tar(
             else:
                 info.size = entry.size
                 with _open(entry) as file:
-                    reader = _HashingReader(file)
+                    reader = _HashingReader(file, algorithm)
                     tar.addfile(info, reader)
-                    if reader._file.read(1):
+                    if file.read(1):
                         raise OSError(f"{entry.source} grew while it was packaged")
-                digests[entry.path] = Digests(reader.md5.hexdigest(), reader.sha256.hexdigest())
+                digests[entry.path] = reader.hash.hexdigest()
     return digests
 
 
@@ -146,9 +134,12 @@ def _cpio_header(
     out.write(header.encode() + encoded + _pad4(len(header) + len(encoded)))
 
 
-def write_cpio(out: BinaryIO, entries: Iterable[Entry], root: str = ".") -> dict[str, Digests]:
-    """newc cpio with names ``./opt/...`` and inodes numbered from 1 in entry order."""
-    digests: dict[str, Digests] = {}
+def write_cpio(
+    out: BinaryIO, entries: Iterable[Entry], algorithm: str = "sha256", root: str = "."
+) -> dict[str, str]:
+    """newc cpio with names ``./opt/...`` and inodes numbered from 1 in entry order;
+    returns each file's hex digest."""
+    digests: dict[str, str] = {}
     for ino, entry in enumerate(entries, start=1):
         name = root + entry.path
         if entry.kind == "dir":
@@ -162,16 +153,17 @@ def write_cpio(out: BinaryIO, entries: Iterable[Entry], root: str = ".") -> dict
                 raise OSError(f"{entry.path}: {entry.size} bytes is too large for a cpio payload")
             _cpio_header(out, name, ino, stat.S_IFREG | entry.mode, 1, entry.mtime, entry.size)
             with _open(entry) as file:
-                reader = _HashingReader(file)
+                reader = _HashingReader(file, algorithm)
                 copied = 0
                 while chunk := reader.read(min(CHUNK, entry.size - copied)):
                     out.write(chunk)
                     copied += len(chunk)
                     if copied == entry.size:
                         break
-                _check_size(entry, reader, copied)
+                if copied != entry.size or file.read(1):
+                    raise OSError(f"{entry.source} changed while it was packaged")
             out.write(_pad4(entry.size))
-            digests[entry.path] = Digests(reader.md5.hexdigest(), reader.sha256.hexdigest())
+            digests[entry.path] = reader.hash.hexdigest()
     _cpio_header(out, "TRAILER!!!", 0, 0, 1, 0, 0)
     return digests
 

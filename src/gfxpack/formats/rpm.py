@@ -75,7 +75,7 @@ DIRINDEXES, BASENAMES, DIRNAMES = 1116, 1117, 1118
 PAYLOADFORMAT, PAYLOADCOMPRESSOR, PAYLOADFLAGS = 1124, 1125, 1126
 FILEDIGESTALGO, RECOMMENDNAME, RECOMMENDVERSION, RECOMMENDFLAGS = 5011, 5046, 5047, 5048
 SUGGESTNAME, SUGGESTVERSION, SUGGESTFLAGS, ENCODING = 5049, 5050, 5051, 5062
-PAYLOADDIGEST, PAYLOADDIGESTALGO, PAYLOADDIGESTALT = 5092, 5093, 5097
+PAYLOADDIGEST, PAYLOADDIGESTALGO = 5092, 5093
 
 _SCRIPTS = {
     "preinst": (PREIN, PREINPROG),
@@ -164,6 +164,18 @@ def _encode(kind: int, value: Any) -> tuple[bytes, int]:
     return struct.pack(f">{len(values)}{code}", *values), len(values)
 
 
+class _CountingWriter:
+    """Writes through, counting the bytes: the uncompressed payload size."""
+
+    def __init__(self, out):
+        self._out = out
+        self.size = 0
+
+    def write(self, data) -> int:
+        self.size += len(data)
+        return self._out.write(data)
+
+
 class _HashingWriter:
     """Writes through to a file, hashing and counting the bytes."""
 
@@ -186,9 +198,9 @@ def write(info: PackageInfo, out: BinaryIO) -> None:
     with tempfile.TemporaryFile() as payload:
         compressed = _HashingWriter(payload)
         with compressing(compressed, info.compression, archive_size_hint(entries)) as stream:
-            raw = _HashingWriter(stream)
+            raw = _CountingWriter(stream)
             digests = write_cpio(raw, entries)
-        header = _main_header(info, entries, digests, compressed, raw).build(HEADER_REGION)
+        header = _main_header(info, entries, digests, compressed).build(HEADER_REGION)
         md5 = hashlib.md5(header, usedforsecurity=False)
         payload.seek(0)
         while chunk := payload.read(1 << 20):
@@ -213,7 +225,7 @@ def _lead(info: PackageInfo) -> bytes:
     return LEAD_MAGIC + struct.pack(">BBhh66shh16x", 3, 0, 0, 1, name, 1, 5)
 
 
-def _main_header(info, entries, digests, compressed, raw) -> _HeaderBuilder:
+def _main_header(info, entries, digests, compressed) -> _HeaderBuilder:
     h = _HeaderBuilder()
     h.add(I18NTABLE, STRING_ARRAY, ["C"])
     h.add(NAME, STRING, info.name)
@@ -247,7 +259,6 @@ def _main_header(info, entries, digests, compressed, raw) -> _HeaderBuilder:
     h.add(ENCODING, STRING, "utf-8")
     h.add(PAYLOADDIGEST, STRING_ARRAY, [compressed.sha256.hexdigest()])
     h.add(PAYLOADDIGESTALGO, INT32, SHA256_ALGO)
-    h.add(PAYLOADDIGESTALT, STRING_ARRAY, [raw.sha256.hexdigest()])
     return h
 
 
@@ -306,7 +317,7 @@ def _add_files(h: _HeaderBuilder, entries: tuple[Entry, ...], digests) -> None:
     )
     h.add(FILERDEVS, INT16, [0] * n)
     h.add(FILEMTIMES, INT32, [e.mtime for e in entries])
-    h.add(FILEDIGESTS, STRING_ARRAY, [digests[e.path].sha256 if e.is_file else "" for e in entries])
+    h.add(FILEDIGESTS, STRING_ARRAY, [digests[e.path] if e.is_file else "" for e in entries])
     h.add(FILELINKTOS, STRING_ARRAY, [e.target if e.kind == "symlink" else "" for e in entries])
     h.add(FILEFLAGS, INT32, [0] * n)
     h.add(FILEUSERNAME, STRING_ARRAY, ["root"] * n)
