@@ -105,10 +105,11 @@ def test_rpm_installs_the_gfx942_set(example_release, tmp_path):
     installed = set(run("rpm", "--root", str(root), "-qa", "--qf", "%{NAME}\\n").stdout.split())
     assert installed == {p.rpm.name for p in chosen}
     for package in chosen:
-        listed = run("rpm", "--root", str(root), "-ql", package.rpm.name).stdout.splitlines()
-        expected = [e.path for e in release.routed.get(package.key, ())]
-        assert listed == (expected or ["(contains no files)"]), package.rpm.name
-        for path in expected:
+        expected = [e.path for e in release.routed.get(package.key, ())] or ["(contains no files)"]
+        installed = run("rpm", "--root", str(root), "-ql", package.rpm.name).stdout.splitlines()
+        from_file = run("rpm", "--root", str(root), "-qlp", str(files[package.key]))
+        assert installed == from_file.stdout.splitlines() == expected, package.rpm.name
+        for path in expected if package.has_files else ():
             assert os.path.lexists(root / path.lstrip("/")), path
     assert run("rpm", "--root", str(root), "-V", "amdrocm-blas8.2-gfx942").stdout == ""
 
