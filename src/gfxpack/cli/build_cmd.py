@@ -1,0 +1,195 @@
+"""gfxpack build: every package of a release as .deb and .rpm files."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from gfxpack import artifacts as artifacts_module
+from gfxpack import build as build_module
+from gfxpack.cli import cli
+from gfxpack.cli.common import (
+    plan_options,
+    print_notes,
+    release_options,
+    reports_errors,
+    split_list,
+)
+from gfxpack.config import load_config
+from gfxpack.errors import GfxpackError
+from gfxpack.formats.compress import Compression
+from gfxpack.plan import Kind, Mode, plan
+
+
+@cli.command("build")
+@release_options
+@click.option(
+    "--artifacts",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Artifacts directory: <name>_<component>_<target>/ with artifact_manifest.txt.",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Where packages and index.json go (created if missing).",
+)
+@click.option(
+    "--format", "formats", default="deb,rpm", show_default=True, help="deb, rpm or deb,rpm."
+)
+@click.option(
+    "--target",
+    "targets",
+    multiple=True,
+    help="GPU targets (default: every target the artifacts hold).",
+)
+@click.option(
+    "--compression",
+    default=str(Compression()),
+    show_default=True,
+    help="zstd[:1-22], xz[:0-9], gzip[:0-9] or none.",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=os.cpu_count() or 1,
+    show_default=True,
+    help="Packages built at once (processes).",
+)
+@click.option(
+    "--mode",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", *(m.value for m in Mode)]),
+    help="auto: kpack when a therock_manifest.json sets KPACK_SPLIT_ARTIFACTS, else single-arch.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No notes and no progress, only the summary.")
+@reports_errors
+def build_command(
+    config_path,
+    rocm_version,
+    release,
+    pin_policy,
+    build_variant,
+    install_prefix,
+    allow_missing_deps,
+    artifacts,
+    out,
+    formats,
+    targets,
+    compression,
+    jobs,
+    mode,
+    quiet,
+):
+    """Build every package of the release as .deb and .rpm files.
+
+    Packages are written in parallel, each under a temporary name and renamed
+    when complete; OUT/index.json lists every file with its sha256. Builds are
+    reproducible: SOURCE_DATE_EPOCH (default 2024-01-01) sets every timestamp.
+    """
+    chosen = tuple(split_list((formats,)))
+    if not chosen or any(f not in ("deb", "rpm") for f in chosen):
+        raise GfxpackError(f"--format {formats!r}: expected deb, rpm or deb,rpm")
+    # Options first: a bad value fails before any scanning or planning.
+    build_options = build_module.BuildOptions(
+        formats=chosen,
+        compression=Compression.parse(compression),
+        jobs=jobs,
+        epoch=build_module.source_date_epoch(os.environ),
+    )
+    started = time.perf_counter()
+    config = load_config(config_path)
+    tree = artifacts_module.scan(artifacts)
+    if mode == "auto":
+        mode = Mode.KPACK if tree.kpack_split else Mode.SINGLE_ARCH
+    options = plan_options(mode, pin_policy, build_variant, install_prefix, allow_missing_deps)
+    release_plan = plan(
+        config.packages,
+        split_list(targets) or tree.index.targets(),
+        rocm_version,
+        release,
+        options,
+        artifacts=tree.index,
+    )
+    if not quiet:
+        print_notes([*tree.warnings, *config.warnings], release_plan)
+    routed = artifacts_module.route(release_plan, tree, build_options.epoch)
+    # SIGTERM stops a build the way Ctrl-C does: jobs killed, partial files removed.
+    signal.signal(signal.SIGTERM, _interrupt)
+    with _progress(quiet) as on_built:
+        built = build_module.build(release_plan, routed, out, build_options, on_built)
+    _print_build_summary(built, out, time.perf_counter() - started)
+
+
+def _interrupt(_signum, _frame):
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _progress(quiet: bool):
+    """A progress bar on a terminal; one plain line per package otherwise."""
+    if quiet:
+        yield None
+        return
+    if not sys.stderr.isatty():
+
+        def plain(item, done, total):
+            click.echo(
+                f"[{done}/{total}] {item.file} ({item.size:,} bytes, {item.seconds:.2f} s)",
+                err=True,
+            )
+
+        yield plain
+        return
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        task = progress.add_task("building", total=None)
+
+        def bar(item, done, total):
+            progress.update(task, total=total, completed=done, description=item.file)
+
+        yield bar
+
+
+def _print_build_summary(built, out, seconds: float) -> None:
+    table = Table(
+        "kind",
+        "files",
+        "bytes",
+        "seconds (sum of jobs)",
+        title=f"{len(built)} packages in {out} ({seconds:.1f} s wall)",
+    )
+    for kind in Kind:
+        items = [b for b in built if b.kind == kind.value]
+        if items:
+            table.add_row(
+                kind.title,
+                str(len(items)),
+                f"{sum(b.size for b in items):,}",
+                f"{sum(b.seconds for b in items):.2f}",
+            )
+    table.add_row(
+        "total",
+        str(len(built)),
+        f"{sum(b.size for b in built):,}",
+        f"{sum(b.seconds for b in built):.2f}",
+        style="bold",
+    )
+    Console(width=100).print(table)

@@ -1,0 +1,166 @@
+"""gfxpack plan: every package of a release, as a summary, tree, table, JSON or dot."""
+
+from __future__ import annotations
+
+import io
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from gfxpack import views
+from gfxpack.cli import cli
+from gfxpack.cli.common import (
+    plan_options,
+    print_notes,
+    release_options,
+    reports_errors,
+    split_list,
+)
+from gfxpack.config import load_config
+from gfxpack.errors import GfxpackError
+from gfxpack.plan import Kind, Mode, ReleasePlan, plan
+
+
+def _targets(_ctx, _param, values: tuple[str, ...]) -> list[str]:
+    targets = split_list(values)
+    if not targets:
+        raise click.BadParameter("give at least one GPU target, e.g. --target gfx942")
+    return targets
+
+
+@cli.command("plan")
+@release_options
+@click.option(
+    "--target",
+    "targets",
+    multiple=True,
+    required=True,
+    callback=_targets,
+    help="GPU targets, e.g. gfx1100,gfx942 (comma, space or ';' separated; repeatable).",
+)
+@click.option(
+    "--format",
+    "output",
+    default="summary",
+    show_default=True,
+    type=click.Choice(["summary", "tree", "table", "json", "dot"]),
+    help="summary: counts and notes; tree/table: seed-000 drawings; json: the "
+    "plan contract; dot: Graphviz.",
+)
+@click.option(
+    "--package",
+    "package",
+    metavar="NAME",
+    help="Only this package: a base (amdrocm-blas) or any planned package name.",
+)
+@click.option(
+    "--pkg-type",
+    default="deb",
+    show_default=True,
+    type=click.Choice(["deb", "rpm"]),
+    help="Which format's names and dependencies tree, table and dot show.",
+)
+@click.option(
+    "--mode",
+    default="kpack",
+    show_default=True,
+    type=click.Choice([m.value for m in Mode]),
+    help="kpack: host/device split per arch; single-arch: legacy, first target only.",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Also print informational notes.")
+@click.option("-q", "--quiet", is_flag=True, help="Print no notes, only the result.")
+@reports_errors
+def plan_command(
+    config_path,
+    rocm_version,
+    release,
+    pin_policy,
+    build_variant,
+    install_prefix,
+    allow_missing_deps,
+    targets,
+    output,
+    package,
+    pkg_type,
+    mode,
+    verbose,
+    quiet,
+):
+    """Plan every package of a release: names, kinds and dependencies.
+
+    \b
+    Example:
+      gfxpack plan --config examples/package.json --target gfx1100,gfx942 \\
+                   --rocm-version 8.2.0 --format tree --package amdrocm-blas
+    """
+    config = load_config(config_path)
+    options = plan_options(mode, pin_policy, build_variant, install_prefix, allow_missing_deps)
+    release_plan = plan(config.packages, targets, rocm_version, release, options)
+    if not quiet:
+        print_notes(config.warnings, release_plan, verbose)
+    click.echo(_render(release_plan, output, package, pkg_type), nl=False)
+
+
+def _render(release_plan: ReleasePlan, output: str, package: str | None, fmt: str) -> str:
+    roots = _roots(release_plan, package)
+    if output == "tree":
+        return "\n".join(views.tree(release_plan, root, fmt) for root in roots)
+    if output == "table":
+        if package is None:
+            return views.tables(release_plan, fmt)
+        return views.table(release_plan, release_plan.get(roots[0]).base, fmt)
+    selected = None
+    if package is not None:
+        selected = views.reachable(release_plan, roots[0], fmt)
+    if output == "json":
+        return views.dumps(views.to_json(release_plan, selected))
+    if output == "dot":
+        return views.dot(release_plan, selected, fmt)
+    return _summary(release_plan, selected)
+
+
+def _roots(release_plan: ReleasePlan, package: str | None) -> list[str]:
+    """Tree roots: each base's non-versioned package, or the one asked for."""
+    if package is None:
+        return [p.key for p in release_plan.packages if p.kind is Kind.NON_VERSIONED]
+    found = release_plan.get(package)
+    if found is None:
+        family = release_plan.family(package)
+        aliases = [p for p in family if p.kind is Kind.NON_VERSIONED]
+        if not aliases:
+            raise GfxpackError(
+                f"package {package!r} is not in the plan (give a base name from package.json "
+                "or a planned package name; see --format summary)"
+            )
+        found = aliases[0]
+    return [found.key]
+
+
+def _summary(release_plan: ReleasePlan, selected) -> str:
+    packages = release_plan.packages if selected is None else selected
+    buffer = io.StringIO()
+    console = Console(width=100, file=buffer)
+    console.print(
+        f"[bold]gfxpack plan[/]: ROCm {release_plan.full_version}, {release_plan.mode} mode, "
+        f"targets {', '.join(release_plan.targets)}"
+    )
+    console.print(
+        f"prefix {release_plan.prefix}, pin policy {release_plan.pin_policy}"
+        + (f", variant {release_plan.variant}" if release_plan.variant else "")
+    )
+    bases = {p.base for p in packages}
+    console.print(f"{len(bases)} base packages → {len(packages)} packages")
+    table = Table("kind", "packages", "with files", "DEB depends", "RPM requires")
+    for kind in Kind:
+        of_kind = [p for p in packages if p.kind is kind]
+        if of_kind:
+            table.add_row(
+                kind.title,
+                str(len(of_kind)),
+                str(sum(p.has_files for p in of_kind)),
+                str(sum(len(p.deb.depends) for p in of_kind)),
+                str(sum(len(p.rpm.depends) for p in of_kind)),
+            )
+    console.print(table)
+    return buffer.getvalue()
