@@ -1,0 +1,195 @@
+"""gfxpack descriptors: what a device will load from a descriptor tree, and lint."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from gfxpack import views
+from gfxpack.cli import cli
+from gfxpack.cli.common import reports_errors
+from gfxpack.descriptors import (
+    Diagnostics,
+    EngineNames,
+    Severity,
+    SymbolRegistry,
+    engine_hex,
+    load_validated,
+    provider_roots,
+    visible_to,
+)
+from gfxpack.descriptors.lint import lint
+from gfxpack.descriptors.resolve import completed_metadata
+from gfxpack.errors import GfxpackError
+
+
+@cli.group("descriptors")
+def descriptors_group() -> None:
+    """Load, list and lint hipDNN kernel descriptors (arch_content trees)."""
+
+
+def _roots(roots, runtime_dir, diags):
+    found = provider_roots(roots, os.environ, runtime_dir, diags)
+    if not found:
+        raise GfxpackError("no descriptor root: give --root DIR (or set HIPDNN_DESCRIPTOR_DIR)")
+    return found
+
+
+def _registry(symbols):
+    return SymbolRegistry.from_file(symbols) if symbols else None
+
+
+@descriptors_group.command("list-engines")
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(),
+    help="A descriptor tree (the installed one); repeatable. HIPDNN_DESCRIPTOR_DIR "
+    "replaces these when it names a directory.",
+)
+@click.option(
+    "--runtime-dir",
+    type=click.Path(),
+    help="A drop-in tree read after the roots [default: HIPDNN_DESCRIPTOR_RUNTIME_DIR].",
+)
+@click.option(
+    "--device",
+    metavar="ARCH",
+    help="Only what this device sees, e.g. gfx942 or gfx942:sramecc+:xnack-.",
+)
+@click.option(
+    "--symbols",
+    type=click.Path(dir_okay=False),
+    help="Symbol registry: JSON {kind: [symbols]} or '<kind> <symbol>' lines.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@click.option(
+    "--level",
+    default="warn",
+    show_default=True,
+    type=click.Choice(["error", "warn", "info"]),
+    help="Diagnostics shown.",
+)
+@reports_errors
+def list_engines(roots, runtime_dir, device, symbols, as_json, level):
+    """Each engine the provider would load: ids, packs and kernels, then diagnostics.
+
+    HIPDNN_DISABLE_ENGINES (names, decimal or hex ids, UUIDs) is honoured.
+    """
+    diags = Diagnostics()
+    result = load_validated(
+        _roots(roots, runtime_dir, diags),
+        _registry(symbols),
+        os.environ.get("HIPDNN_DISABLE_ENGINES"),
+        EngineNames(),
+        diags,
+    )
+    threshold = Severity.parse(level)
+    engines = [_engine_json(s, device) for s in sorted(result.sets, key=lambda s: s.engine.id)]
+    shown = [d for d in diags.items if d.severity >= threshold]
+    if as_json:
+        click.echo(
+            views.dumps({"engines": engines, "diagnostics": [d.to_json() for d in shown]}), nl=False
+        )
+        return
+    for engine in engines:
+        click.echo(
+            f"{engine['name']}  id {engine['id']} ({engine['id_hex']})  uuid {engine['uuid']}"
+        )
+        for pack in engine["packs"]:
+            arch = ", ".join(pack["arch"]) or "any arch"
+            click.echo(f"  pack {pack['name']}  {pack['id']}  [{arch}]")
+            for kernel in pack["kernels"]:
+                values = ", ".join(f"{k}={v}" for k, v in kernel["metadata"].items())
+                click.echo(
+                    f"    kernel {kernel['name']}  priority {kernel['priority']}  "
+                    f"[{', '.join(kernel['arch']) or 'any arch'}]  {values}"
+                )
+    if not engines:
+        click.echo("no engines")
+    for diagnostic in shown:
+        click.echo(f"{diagnostic.severity.name} {diagnostic.code}: {diagnostic.message}", err=True)
+
+
+def _engine_json(candidate, device):
+    return {
+        "name": candidate.name,
+        "id": candidate.engine_id,
+        "id_hex": engine_hex(candidate.engine_id),
+        "uuid": candidate.engine.id,
+        "sdk_version": ".".join(map(str, candidate.engine.body.sdk_version)),
+        "packs": [
+            {
+                "name": pack.descriptor.name,
+                "id": pack.descriptor.id,
+                "arch": list(pack.arch),
+                "kernels": [
+                    {
+                        "name": kernel.name,
+                        "id": kernel.id,
+                        "arch": list(pack.effective_arch(kernel)),
+                        "priority": kernel.priority,
+                        "metadata": dict(completed_metadata(kernel, candidate.schema.body)),
+                        "source": kernel.source.kind,
+                    }
+                    for kernel in kernels
+                ],
+            }
+            for pack, kernels in visible_to(candidate, device)
+        ],
+    }
+
+
+@descriptors_group.command("lint")
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(),
+    required=True,
+    help="A descriptor tree; repeatable.",
+)
+@click.option("--symbols", type=click.Path(dir_okay=False), help="Symbol registry file.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@reports_errors
+def lint_command(roots, symbols, as_json):
+    """Check every file against the shipped JSON Schemas, report the lowest version each
+    needs, then run the loader; exit 1 on any ERROR."""
+    result = lint([os.fspath(r) for r in roots], _registry(symbols))
+    errors = result.load.diagnostics.at_least(Severity.WARN)
+    if as_json:
+        click.echo(
+            views.dumps(
+                {
+                    "files": [f.to_json() for f in result.files],
+                    "diagnostics": [d.to_json() for d in errors],
+                    "ok": not result.failed,
+                }
+            ),
+            nl=False,
+        )
+    else:
+        for report in result.files:
+            state = "OK" if not report.schema_errors else f"{len(report.schema_errors)} problem(s)"
+            flag = (
+                f" (stamped {report.declared}, needs only {report.needs})"
+                if report.overstamped
+                else ""
+            )
+            click.echo(
+                f"{report.path}: {report.suffix} {report.declared or '?'}, needs "
+                f"{report.needs or '?'}: schema {state}{flag}"
+            )
+            for problem in report.schema_errors:
+                click.echo(f"    {problem}")
+        for diagnostic in errors:
+            click.echo(f"{diagnostic.severity.name} {diagnostic.code}: {diagnostic.message}")
+        engines = len(result.load.sets)
+        click.echo(
+            f"{len(result.files)} files, {engines} engine(s) loaded: "
+            f"{'FAILED' if result.failed else 'OK'}"
+        )
+    if result.failed:
+        raise SystemExit(1)

@@ -1,0 +1,74 @@
+"""Diagnostics: every problem the loader meets, as data (spec descriptors.md section 12).
+
+Loading is total: nothing raises; each problem becomes a :class:`Diagnostic`
+with a severity, a stable code, the path (or root) and the message text, and
+is also sent to the ``gfxpack.descriptors`` logger.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from enum import IntEnum
+
+LOG = logging.getLogger("gfxpack.descriptors")
+LOG.addHandler(logging.NullHandler())  # a library logs; the application decides what shows
+PREFIX = "descriptor loader: "
+
+
+class Severity(IntEnum):
+    INFO = 20
+    WARN = 30
+    ERROR = 40
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        return {"info": cls.INFO, "warn": cls.WARN, "warning": cls.WARN, "error": cls.ERROR}[
+            text.lower()
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    severity: Severity
+    code: str
+    path: str | None
+    message: str
+
+    def line(self) -> str:
+        return f"{PREFIX}{self.message}"
+
+    def to_json(self) -> dict:
+        return {
+            "severity": self.severity.name,
+            "code": self.code,
+            "path": self.path,
+            "message": self.message,
+        }
+
+
+class Diagnostics:
+    """An ordered list of diagnostics, logged as they arrive."""
+
+    def __init__(self) -> None:
+        self.items: list[Diagnostic] = []
+
+    def add(self, severity: Severity, code: str, path: str | None, message: str) -> None:
+        diagnostic = Diagnostic(severity, code, str(path) if path is not None else None, message)
+        self.items.append(diagnostic)
+        LOG.log(int(severity), "%s [%s]", diagnostic.line(), code)
+
+    def info(self, code: str, path, message: str) -> None:
+        self.add(Severity.INFO, code, path, message)
+
+    def warn(self, code: str, path, message: str) -> None:
+        self.add(Severity.WARN, code, path, message)
+
+    def error(self, code: str, path, message: str) -> None:
+        self.add(Severity.ERROR, code, path, message)
+
+    def codes(self, at_least: Severity = Severity.INFO) -> list[str]:
+        return [d.code for d in self.items if d.severity >= at_least]
+
+    def at_least(self, severity: Severity) -> list[Diagnostic]:
+        return [d for d in self.items if d.severity >= severity]

@@ -1,0 +1,143 @@
+"""Lint: every descriptor file against its type's JSON Schema, the lowest version it needs,
+then the loader (spec descriptors.md section 13; RFC 0020 sections 11.3 and 11.4).
+
+Schemas ship in ``gfxpack/descriptors/schemas/<type>/<major>.<minor>.json``,
+Draft 7, with ``version`` as a const. The lowest version a file needs is the
+lowest minor of its major whose schema accepts the document; a file stamped
+higher than that is flagged, since authors stamp the lowest version they need.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from jsonschema import Draft7Validator
+
+from gfxpack.descriptors.diagnostics import Severity
+from gfxpack.descriptors.jsonc import JsoncError, loads
+from gfxpack.descriptors.loader import LoadResult, load_validated
+from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
+from gfxpack.descriptors.walk import descriptor_files
+
+_VERSION = re.compile(r"^([0-9]{1,9})\.([0-9]{1,9})$")
+
+
+@cache
+def schema_versions(suffix: str) -> dict[tuple[int, int], Draft7Validator]:
+    """Every shipped schema of a type, by (major, minor)."""
+    kind = suffix.split(".")[1]
+    found = {}
+    for item in resources.files("gfxpack.descriptors").joinpath("schemas", kind).iterdir():
+        match = _VERSION.match(item.name.removesuffix(".json"))
+        if match:
+            schema = json.loads(item.read_text(encoding="utf-8"))
+            Draft7Validator.check_schema(schema)
+            found[int(match[1]), int(match[2])] = Draft7Validator(schema)
+    return found
+
+
+@dataclass
+class FileReport:
+    path: str
+    suffix: str
+    declared: str | None = None
+    needs: str | None = None
+    schema_errors: list[str] = field(default_factory=list)
+
+    @property
+    def overstamped(self) -> bool:
+        return (
+            self.needs is not None
+            and self.declared is not None
+            and _minor(self.needs) < _minor(self.declared)
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "type": self.suffix,
+            "version": self.declared,
+            "needs": self.needs,
+            "schema_errors": self.schema_errors,
+        }
+
+
+def _minor(version: str) -> tuple[int, int]:
+    match = _VERSION.match(version)
+    return (int(match[1]), int(match[2])) if match else (0, 0)
+
+
+def schema_errors(document: object, suffix: str) -> list[str]:
+    """Violations of the schema for the version the document declares."""
+    version = document.get("version") if isinstance(document, dict) else None
+    match = _VERSION.match(version) if isinstance(version, str) else None
+    versions = schema_versions(suffix)
+    if match is None:
+        return ["'version' must be a string \"<major>.<minor>\""]
+    wanted = (int(match[1]), int(match[2]))
+    if wanted not in versions:
+        known = ", ".join(f"{a}.{b}" for a, b in sorted(versions))
+        return [f"no schema for {suffix} version {version} (gfxpack knows {known})"]
+    validator = versions[wanted]
+    return sorted(
+        f"{'/'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"
+        for error in validator.iter_errors(document)
+    )
+
+
+def lowest_version(document: dict, suffix: str) -> str | None:
+    """The lowest minor of the document's major whose schema accepts it."""
+    declared = (
+        _minor(document.get("version", "")) if isinstance(document.get("version"), str) else None
+    )
+    if declared is None:
+        return None
+    for major, minor in sorted(schema_versions(suffix)):
+        if major != declared[0]:
+            continue
+        candidate = {**document, "version": f"{major}.{minor}"}
+        if schema_versions(suffix)[major, minor].is_valid(candidate):
+            return f"{major}.{minor}"
+    return None
+
+
+def lint_file(path: Path, suffix: str) -> FileReport:
+    report = FileReport(str(path), suffix)
+    try:
+        document = loads(path.read_bytes())
+    except (OSError, JsoncError) as e:
+        report.schema_errors.append(f"cannot be read: {e}")
+        return report
+    if isinstance(document, dict) and isinstance(document.get("version"), str):
+        report.declared = document["version"]
+    report.schema_errors = schema_errors(document, suffix)
+    if isinstance(document, dict):
+        report.needs = lowest_version(document, suffix)
+    return report
+
+
+@dataclass
+class LintResult:
+    files: list[FileReport]
+    load: LoadResult
+
+    @property
+    def failed(self) -> bool:
+        return any(f.schema_errors for f in self.files) or bool(
+            self.load.diagnostics.at_least(Severity.ERROR)
+        )
+
+
+def lint(roots: list[Path], registry: SymbolRegistry | None = None) -> LintResult:
+    """Schema-check every descriptor file under the roots, then load them."""
+    load = load_validated(roots, registry, names=EngineNames())
+    files = []
+    for root in roots:
+        for path, suffix in descriptor_files(Path(root), type(load.diagnostics)()):
+            files.append(lint_file(path, suffix))
+    return LintResult(files, load)

@@ -1,0 +1,102 @@
+"""Finding descriptor files under a root (spec descriptors.md section 8).
+
+Recursive; folder names carry no meaning; directory symlinks are not
+followed, file symlinks count; hidden paths are walked. A file is a
+descriptor when its name ends in one of the seven suffixes after a non-empty
+stem (case-sensitive); other ``.json``/``.jsonc`` files are reported and
+never opened; everything else is ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from gfxpack.descriptors.diagnostics import Diagnostics
+from gfxpack.descriptors.types import SUFFIXES
+
+MAX_CONSECUTIVE_ERRORS = 64
+
+
+def descriptor_suffix(name: str) -> str | None:
+    for suffix in SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return suffix
+    return None
+
+
+class _Walk:
+    def __init__(self, root: Path, diags: Diagnostics):
+        self.root = root
+        self.diags = diags
+        self.consecutive = 0
+        self.stopped = False
+
+    def failed(self, code: str, path, message: str) -> None:
+        self.diags.error(code, path, message)
+        self.consecutive += 1
+        if self.consecutive >= MAX_CONSECUTIVE_ERRORS and not self.stopped:
+            self.stopped = True
+            self.diags.error(
+                "D105",
+                self.root,
+                f'giving up on "{self.root}" after {MAX_CONSECUTIVE_ERRORS} '
+                "consecutive errors; the walk is not advancing",
+            )
+
+    def files(self, directory: Path) -> Iterator[Path]:
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except PermissionError:
+            return  # unreadable directories are skipped silently
+        except OSError as e:
+            self.failed("D104", self.root, f'could not continue walking "{self.root}": {e}')
+            return
+        for entry in entries:
+            if self.stopped:
+                return
+            try:
+                entry.name.encode("utf-8")
+            except UnicodeEncodeError as e:
+                self.failed(
+                    "D103",
+                    directory,
+                    f'skipping an entry under "{directory}": undecodable name ({e.reason})',
+                )
+                continue
+            path = Path(entry.path)
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    self.consecutive = 0
+                    yield from self.files(path)
+                    continue
+                mode = os.stat(path).st_mode  # follows file symlinks; dangling ones fail here
+            except OSError as e:
+                self.failed("D102", path, f'skipping "{path}": {e.strerror or e}')
+                continue
+            self.consecutive = 0
+            if stat.S_ISREG(mode):
+                yield path
+
+
+def descriptor_files(root: Path, diags: Diagnostics) -> list[tuple[Path, str]]:
+    """Descriptor files under a root with their suffix, sorted by path components."""
+    if not root.is_dir():
+        diags.info("D101", root, f'no descriptor directory at "{root}"')
+        return []
+    found = []
+    for path in _Walk(root, diags).files(root):
+        suffix = descriptor_suffix(path.name)
+        if suffix is not None:
+            found.append((path, suffix))
+        elif path.name.lower().endswith((".json", ".jsonc")):
+            diags.warn(
+                "D106",
+                path,
+                f'"{path}" is not a descriptor filename (expected '
+                "<name>.{kmd,uhd,ued,umd,udd,kdp,ukd}.json); skipping",
+            )
+    found.sort(key=lambda item: item[0].parts)
+    return found
