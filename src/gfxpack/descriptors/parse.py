@@ -111,7 +111,9 @@ def is_extension_key(key: str) -> bool:
 
 
 def describe(value: Any) -> str:
-    return json.dumps(value)[:60]
+    """A value as JSON, shortened for messages."""
+    text = json.dumps(value)
+    return text if len(text) <= 72 else text[:69] + "..."
 
 
 class _FileParser:
@@ -491,7 +493,7 @@ class _FileParser:
             why = (
                 "missing"
                 if "sha256" not in value
-                else f"expected 64 lowercase hex digits, got {describe(sha)}"
+                else f"expected 64 lowercase hex digits, got {json.dumps(sha)}"
             )
             raise malformed("sha256", why)
         if "signature" not in value:
