@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
-from gfxpack.descriptors import Diagnostics, Severity, provider_roots, visible_to
+from gfxpack.descriptors import (
+    Diagnostics,
+    Severity,
+    engine_hex,
+    engine_id,
+    provider_roots,
+    visible_to,
+)
 from tests.descriptors.helpers import (
     CANONICAL,
     K1,
@@ -476,3 +484,29 @@ def test_a_file_symlink_counts_and_a_dangling_one_is_reported(tmp_path):
     (message,) = found(result, "D102")
     assert message.startswith(f'skipping "{root}/gone.ued.json": ')
     shutil.rmtree(tmp_path / "store")
+
+
+def test_engine_id_vectors():
+    assert engine_id("hipkernel:Gfx950AttentionDense") == -8518255706404043867
+    assert engine_hex(engine_id("hipkernel:Gfx950AttentionDense")) == "0x89C9139111D7C3A5"
+    assert engine_id("hipkernel:FlydslAttention") == 5031429073904537099
+    assert engine_hex(engine_id("hipkernel:FlydslAttention")) == "0x45D33A15C6A70E0B"
+
+
+def test_an_undecodable_file_name_is_reported(tmp_path):
+    write_tree(tmp_path, make_set_documents())
+    os.close(os.open(os.fsencode(tmp_path) + b"/\xff.ued.json", os.O_CREAT | os.O_WRONLY))
+    result = load(tmp_path)
+    assert summary(result) == CANONICAL
+    (message,) = found(result, "D103")
+    assert message.startswith(f'skipping an entry under "{tmp_path}": undecodable name')
+
+
+def test_the_walk_gives_up_after_64_consecutive_errors(tmp_path):
+    for i in range(70):
+        (tmp_path / f"dangling{i:02}.ued.json").symlink_to(tmp_path / f"none{i}")
+    result = load(tmp_path)
+    assert problems(result).count("D102") == 64
+    assert found(result, "D105") == [
+        f'giving up on "{tmp_path}" after 64 consecutive errors; the walk is not advancing'
+    ]

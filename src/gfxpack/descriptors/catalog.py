@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gfxpack.descriptors.diagnostics import Diagnostics
+from gfxpack.descriptors.jsonc import JsoncError, loads
+from gfxpack.descriptors.parse import read_bytes
 from gfxpack.descriptors.types import Descriptor, key_text
 
 
@@ -33,15 +35,33 @@ def canonical(value: Any) -> Any:
 @dataclass
 class Entry:
     descriptor: Descriptor
-    canonical: Any
     root_index: int
     conflicted: bool = False
+    _canonical: Any = None
+
+    @property
+    def canonical(self) -> Any:
+        # Computed only when a second file claims the key: most keys never need it.
+        if self._canonical is None:
+            self._canonical = document_of(self.descriptor)
+        return self._canonical
+
+
+def document_of(descriptor: Descriptor) -> Any:
+    """The canonical document of a loaded file, read again (None if it no longer reads)."""
+    try:
+        return canonical(loads(read_bytes(descriptor.path)))
+    except (OSError, JsoncError):
+        return None
 
 
 class Catalog:
     def __init__(self) -> None:
         self.entries: dict[tuple, Entry] = {}
         self._root_index = 0
+        # Lookups built on first use after the last insert: resolution only reads.
+        self._index: dict[str, list[Entry]] | None = None
+        self._groups: dict[str, dict[str, list[Entry]]] = {}
 
     def begin_root(self, index: int) -> None:
         """Entries from earlier roots are settled from now on."""
@@ -49,18 +69,20 @@ class Catalog:
 
     def insert(self, descriptor: Descriptor, diags: Diagnostics) -> None:
         key = descriptor.key
-        text = key_text(key)
         incumbent = self.entries.get(key)
-        document = canonical(descriptor.document)
         if incumbent is None:
-            self.entries[key] = Entry(descriptor, document, self._root_index)
+            self.entries[key] = Entry(descriptor, self._root_index)
+            self._index = None
+            self._groups = {}
             arch = f" arch=[{','.join(key[2])}]" if len(key) > 2 and key[2] else ""
             diags.info(
                 "D301",
                 descriptor.path,
                 f"loaded \"{descriptor.path}\" id={descriptor.id}{arch} name='{descriptor.name}'",
             )
-        elif incumbent.canonical == document:
+            return
+        text = key_text(key)
+        if (document := document_of(descriptor)) is not None and incumbent.canonical == document:
             diags.info(
                 "D302",
                 descriptor.path,
@@ -90,4 +112,25 @@ class Catalog:
 
     def of_type(self, suffix: str) -> list[Entry]:
         """Every entry of a type (conflicted included), in key order."""
-        return [self.entries[k] for k in sorted(k for k in self.entries if k[0] == suffix)]
+        if self._index is None:
+            index: dict[str, list[Entry]] = {}
+            for key in sorted(self.entries):
+                index.setdefault(key[0], []).append(self.entries[key])
+            self._index = index
+        return self._index.get(suffix, [])
+
+    def packs_of(self, engine: str) -> list[Entry]:
+        """Every pack naming an engine, in key order."""
+        return self._grouped(".kdp.json", lambda d: d.body.engine).get(engine, [])
+
+    def kernels_with_id(self, ident: str) -> list[Entry]:
+        """Every standalone kernel with an id, whatever its arch, in key order."""
+        return self._grouped(".ukd.json", lambda d: d.id).get(ident, [])
+
+    def _grouped(self, suffix: str, by) -> dict[str, list[Entry]]:
+        if suffix not in self._groups:
+            groups: dict[str, list[Entry]] = {}
+            for entry in self.of_type(suffix):
+                groups.setdefault(by(entry.descriptor), []).append(entry)
+            self._groups[suffix] = groups
+        return self._groups[suffix]

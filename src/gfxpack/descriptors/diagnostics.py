@@ -28,7 +28,7 @@ class Severity(IntEnum):
         ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made per file loaded, and frozen costs
 class Diagnostic:
     severity: Severity
     code: str
@@ -56,7 +56,8 @@ class Diagnostics:
     def add(self, severity: Severity, code: str, path: str | None, message: str) -> None:
         diagnostic = Diagnostic(severity, code, str(path) if path is not None else None, message)
         self.items.append(diagnostic)
-        LOG.log(int(severity), "%s [%s]", diagnostic.line(), code)
+        if LOG.isEnabledFor(severity):
+            LOG.log(int(severity), "%s [%s]", diagnostic.line(), code)
 
     def info(self, code: str, path, message: str) -> None:
         self.add(Severity.INFO, code, path, message)

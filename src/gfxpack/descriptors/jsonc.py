@@ -12,6 +12,7 @@ runs, so its line and column numbers still point into the original text.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 
@@ -26,39 +27,23 @@ def _reject_constant(name: str) -> Any:
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
+# A string (kept), a line comment, a block comment, or an unterminated block comment.
+_TOKENS = re.compile(r'("(?:\\.|[^"\\])*")|(//[^\n]*)|(/\*.*?\*/)|(/\*.*)', re.DOTALL)
+
+
 def strip_comments(text: str) -> str:
     """The text with every comment replaced by spaces (newlines kept)."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i : j + 1])
-            i = j + 1
-        elif text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            if j < 0:
-                raise JsoncError(f"unterminated /* comment at {_position(text, i)}")
-            comment = text[i : j + 2]
-            out.append("".join(c if c == "\n" else " " for c in comment))
-            i = j + 2
-        else:
-            j = i
-            while j < n and text[j] not in '"/':
-                j += 1
-            if j == i:  # a lone '/': not a comment, let the JSON parser reject it
-                j = i + 1
-            out.append(text[i:j])
-            i = j
-    return "".join(out)
+    if "/" not in text:
+        return text  # the common case: plain JSON
+
+    def blank(match: re.Match) -> str:
+        if match.group(1) is not None:
+            return match.group(1)
+        if match.group(4) is not None:
+            raise JsoncError(f"unterminated /* comment at {_position(text, match.start())}")
+        return "".join(c if c == "\n" else " " for c in match.group(0))
+
+    return _TOKENS.sub(blank, text)
 
 
 def _position(text: str, index: int) -> str:

@@ -106,10 +106,10 @@ def lowest_version(document: dict, suffix: str) -> str | None:
     return None
 
 
-def lint_file(path: Path, suffix: str) -> FileReport:
+def lint_file(path: str | Path, suffix: str) -> FileReport:
     report = FileReport(str(path), suffix)
     try:
-        document = loads(path.read_bytes())
+        document = loads(Path(path).read_bytes())
     except (OSError, JsoncError) as e:
         report.schema_errors.append(f"cannot be read: {e}")
         return report

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gfxpack._gc import paused_gc
 from gfxpack.descriptors.catalog import Catalog
 from gfxpack.descriptors.diagnostics import Diagnostics
 from gfxpack.descriptors.parse import parse_file
@@ -76,7 +77,7 @@ def build_catalog(roots: Sequence[Path], diags: Diagnostics) -> Catalog:
         catalog.begin_root(index)
         for path, suffix in descriptor_files(Path(root), diags):
             try:
-                descriptor = parse_file(path, Path(root), suffix, diags)
+                descriptor = parse_file(path, os.fspath(root), suffix, diags)
             except Exception as e:
                 diags.error("D202", path, f'failed to parse "{path}": {type(e).__name__}: {e}')
                 continue
@@ -107,6 +108,11 @@ def load_validated(
     diags: Diagnostics | None = None,
 ) -> LoadResult:
     """Load, resolve and validate: only engines that would construct are returned."""
+    with paused_gc():
+        return _load_validated(roots, registry, disabled, names, diags)
+
+
+def _load_validated(roots, registry, disabled, names, diags) -> LoadResult:
     result = load_descriptor_sets(roots, disabled, diags)
     diags = result.diagnostics
     if registry is None:

@@ -210,9 +210,9 @@ class Resolver:
                 )
                 return None
         packs = []
-        for pack_entry in self.catalog.of_type(".kdp.json"):
+        for pack_entry in self.catalog.packs_of(ued.id):
             pack = pack_entry.descriptor
-            if pack_entry.conflicted or pack.body.engine != ued.id:
+            if pack_entry.conflicted:
                 continue
             try:
                 packs.append(self.pack(pack, schema))
@@ -291,7 +291,7 @@ class Resolver:
         return f"names kernel {ident}, which no descriptor defines"
 
     def _candidates(self, ident: str) -> list[Entry]:
-        return [e for e in self.catalog.of_type(".ukd.json") if e.descriptor.id == ident]
+        return self.catalog.kernels_with_id(ident)
 
     def find_kernel(self, ident: str, pack_arch: tuple[str, ...]) -> tuple[str, Entry | None]:
         """findKernelForPack: (code, catalog entry); the code says why there is none."""
@@ -307,28 +307,29 @@ class Resolver:
         return ("D415" if candidates else "D413"), None
 
     def check_metadata(self, kernel: Kernel, schema: Descriptor) -> None:
+        fields = schema.body.by_name
+        values = kernel.metadata
         for field in schema.body.fields:
-            if field.name not in kernel.metadata:
+            if field.name not in values:
                 if field.mandatory:
                     raise _PackDropped(
                         "D417",
                         f"kernel '{kernel.name}' omits metadata field "
                         f"'{field.name}', which declares no default",
                     )
-                continue
-            if not value_has_type(kernel.metadata[field.name], field.type):
+            elif not value_has_type(values[field.name], field.type):
                 raise _PackDropped(
                     "D418",
                     f"kernel '{kernel.name}' sets metadata field "
                     f"'{field.name}' with a value of the wrong type",
                 )
-        for key in sorted(kernel.metadata):
-            if schema.body.field(key) is None:
-                raise _PackDropped(
-                    "D419",
-                    f"kernel '{kernel.name}' sets metadata field '{key}', "
-                    f"which schema '{schema.name}' does not declare",
-                )
+        if not fields.keys() >= values.keys():
+            key = min(values.keys() - fields.keys())  # the first undeclared, in sorted order
+            raise _PackDropped(
+                "D419",
+                f"kernel '{kernel.name}' sets metadata field '{key}', "
+                f"which schema '{schema.name}' does not declare",
+            )
 
     def check_kpack(self, kernel: Kernel, arch: tuple[str, ...]) -> None:
         library = resolved_library(kernel)

@@ -1,4 +1,9 @@
-"""Typed descriptors: the seven file types, after parsing and validation."""
+"""Typed descriptors: the seven file types, after parsing and validation.
+
+These are values: nothing changes them after parsing. They are plain slotted
+dataclasses rather than frozen ones because a tree makes tens of thousands of
+them and a frozen dataclass costs five times as much to construct.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ SUPPORTED = {suffix: (1, 0) for suffix in SUFFIXES}
 MISSING = object()  # a KMD field with no default_value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Field:
     name: str
     type: str  # bool | int | float | string | int_list
@@ -32,7 +37,7 @@ class Field:
         return self.default is MISSING
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SignatureArg:
     kind: str
     size: int
@@ -40,7 +45,7 @@ class SignatureArg:
     name: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class KernelSource:
     kind: str
     source_file: str | None = None
@@ -52,7 +57,7 @@ class KernelSource:
     signature: tuple[SignatureArg, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Kernel:
     id: str
     name: str
@@ -65,17 +70,18 @@ class Kernel:
     path: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Descriptor:
-    """One loaded file. ``body`` holds the type's fields; ``document`` the parsed JSON
-    that identity and equality are judged on."""
+    """One loaded file; ``body`` holds the type's fields. The parsed document, on which
+    equality is judged, is not kept: it is read again from ``path`` in the rare case that
+    a second file claims the same key (a tree holds one document object per JSON value,
+    and keeping them all doubles what the garbage collector walks)."""
 
     suffix: str
     id: str  # lowercase UUID
     name: str
     path: str
     root: str
-    document: Any
     body: Any
     arch: tuple[str, ...] = ()
 
@@ -86,21 +92,25 @@ class Descriptor:
         return (self.suffix, self.id)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MetadataSchema:
     fields: tuple[Field, ...]
+    by_name: dict[str, Field] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_name = {f.name: f for f in self.fields}
 
     def field(self, name: str) -> Field | None:
-        return next((f for f in self.fields if f.name == name), None)
+        return self.by_name.get(name)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Heuristic:
     kind: str  # native | model
     payload: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Engine:
     metadata: str
     heuristic: str | None = None
@@ -111,18 +121,18 @@ class Engine:
     graph_match: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Matcher:
     scope: str  # graph | kernel
     symbol: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Dispatch:
     symbol: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Pack:
     engine: str
     dispatch: str

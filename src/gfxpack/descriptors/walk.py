@@ -46,7 +46,9 @@ class _Walk:
                 "consecutive errors; the walk is not advancing",
             )
 
-    def files(self, directory: Path) -> Iterator[Path]:
+    def files(self, directory: str) -> Iterator[str]:
+        """Regular files (and symlinks to them) under ``directory``, depth first in name
+        order, which is the order of their path components."""
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except PermissionError:
@@ -66,37 +68,39 @@ class _Walk:
                     f'skipping an entry under "{directory}": undecodable name ({e.reason})',
                 )
                 continue
-            path = Path(entry.path)
             try:
                 if entry.is_dir(follow_symlinks=False):
                     self.consecutive = 0
-                    yield from self.files(path)
+                    yield from self.files(entry.path)
                     continue
-                mode = os.stat(path).st_mode  # follows file symlinks; dangling ones fail here
+                if entry.is_symlink():
+                    regular = stat.S_ISREG(os.stat(entry.path).st_mode)  # dangling ones fail here
+                else:
+                    regular = entry.is_file(follow_symlinks=False)
             except OSError as e:
-                self.failed("D102", path, f'skipping "{path}": {e.strerror or e}')
+                self.failed("D102", entry.path, f'skipping "{entry.path}": {e.strerror or e}')
                 continue
             self.consecutive = 0
-            if stat.S_ISREG(mode):
-                yield path
+            if regular:
+                yield entry.path
 
 
-def descriptor_files(root: Path, diags: Diagnostics) -> list[tuple[Path, str]]:
+def descriptor_files(root: Path, diags: Diagnostics) -> list[tuple[str, str]]:
     """Descriptor files under a root with their suffix, sorted by path components."""
     if not root.is_dir():
         diags.info("D101", root, f'no descriptor directory at "{root}"')
         return []
     found = []
-    for path in _Walk(root, diags).files(root):
-        suffix = descriptor_suffix(path.name)
+    for path in _Walk(root, diags).files(str(root)):
+        name = os.path.basename(path)
+        suffix = descriptor_suffix(name)
         if suffix is not None:
             found.append((path, suffix))
-        elif path.name.lower().endswith((".json", ".jsonc")):
+        elif name.lower().endswith((".json", ".jsonc")):
             diags.warn(
                 "D106",
                 path,
                 f'"{path}" is not a descriptor filename (expected '
                 "<name>.{kmd,uhd,ued,umd,udd,kdp,ukd}.json); skipping",
             )
-    found.sort(key=lambda item: item[0].parts)
     return found

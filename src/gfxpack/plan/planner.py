@@ -8,11 +8,10 @@ every problem.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from gfxpack._gc import paused_gc
 from gfxpack.config import PackageSpec, Relations
 from gfxpack.plan import checks, rules
 from gfxpack.plan.artifact_index import ArtifactIndex
@@ -67,23 +66,9 @@ def plan(
     artifacts: ArtifactIndex | None = None,
 ) -> ReleasePlan:
     """Plan every package of a release; raise PlanError listing every problem."""
-    with _without_cyclic_gc():
+    with paused_gc():
         planner = _Planner(specs, targets, rocm_version, release, options, artifacts)
         return planner.run()
-
-
-@contextlib.contextmanager
-def _without_cyclic_gc():
-    """A large plan is ~10^5 small acyclic values; the cyclic collector would rescan
-    the growing heap again and again (a third of the time at 1,000 x 32) and can
-    free none of them. Reference counting still frees everything."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class _Planner:
