@@ -102,10 +102,11 @@ def main() -> None:
             floor(root)  # warm the page cache
             t_floor = best(args.repeat, lambda root=root: floor(root))
             loaded = []
-            t_load = best(
-                args.repeat,
-                lambda root=root: loaded.append(load_validated([root], names=EngineNames())),
-            )
+
+            def load(root=root, loaded=loaded):
+                loaded.append(load_validated([root], names=EngineNames()))
+
+            t_load = best(args.repeat, load)
             engines = len(loaded[-1].sets)
             ratio = t_load / t_floor
             print(
