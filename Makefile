@@ -35,10 +35,14 @@ demo: $(STAMP)
 	rm -rf $(DEMO)/packages
 	$(VENV)/bin/gfxpack build --config examples/package.json --artifacts $(DEMO)/artifacts \
 	    --out $(DEMO)/packages --rocm-version 8.2.0
+	$(VENV)/bin/gfxpack descriptors list-engines --root examples/descriptors --device gfx942 \
+	    --symbols examples/descriptor-symbols.json
+	$(VENV)/bin/gfxpack descriptors lint --root examples/descriptors \
+	    --symbols examples/descriptor-symbols.json | tail -n 1
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/ruff format --check src tests bench examples
 
 test: $(STAMP) system-tools lint
 	$(VENV)/bin/pytest
@@ -49,6 +53,7 @@ bench: $(STAMP)
 	$(PY) bench/plan_scale.py
 	$(PY) bench/kpack_speed.py
 	$(PY) bench/build_speed.py
+	$(PY) bench/descriptor_load.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build src/*.egg-info
