@@ -510,3 +510,11 @@ def test_the_walk_gives_up_after_64_consecutive_errors(tmp_path):
     assert found(result, "D105") == [
         f'giving up on "{tmp_path}" after 64 consecutive errors; the walk is not advancing'
     ]
+
+
+def test_diagnostics_also_go_to_python_logging(tmp_path, caplog):
+    caplog.set_level("INFO", logger="gfxpack.descriptors")
+    result = load(write_tree(tmp_path, edited(make_set_documents(), "a.ued.json", _note="x")))
+    logged = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert ("WARNING", f"descriptor loader: {found(result, 'D207')[0]} [D207]") in logged
+    assert len(logged) == len(result.diagnostics.items)
