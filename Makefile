@@ -3,7 +3,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # Debian tools the tests drive: command -> package.
-DEB_TOOLS := dot:graphviz rpm:rpm rpmkeys:rpm rpm2cpio:rpm2cpio cpio:cpio lintian:lintian
+DEB_TOOLS := dot:graphviz rpm:rpm rpmkeys:rpm rpm2cpio:rpm2cpio cpio:cpio lintian:lintian \
+	gpg:gpg gpgv:gpgv apt-get:apt
 
 .PHONY: demo test lint bench system-tools clean
 

@@ -70,10 +70,12 @@ class BuiltRelease:
         return {b.package: self.out / b.file for b in self.built if b.format == fmt}
 
 
-def build_example(artifacts: Path, out: Path, jobs: int = 2, **build_options) -> BuiltRelease:
+def build_example(
+    artifacts: Path, out: Path, jobs: int = 2, version: str = "8.2.0", **build_options
+) -> BuiltRelease:
     tree = scan(artifacts)
     release_plan = plan(
-        load_config(EXAMPLE_CONFIG).packages, tree.index.targets(), "8.2.0", artifacts=tree.index
+        load_config(EXAMPLE_CONFIG).packages, tree.index.targets(), version, artifacts=tree.index
     )
     options = BuildOptions(jobs=jobs, **build_options)
     routed = route(release_plan, tree, options.epoch)
@@ -96,3 +98,17 @@ def run(*command: str, **options) -> subprocess.CompletedProcess:
     result = subprocess.run(command, capture_output=True, text=True, check=False, **options)
     assert result.returncode == 0, f"{' '.join(command)}: {result.stdout}\n{result.stderr}"
     return result
+
+
+def dpkg_root(root: Path) -> Path:
+    """An empty dpkg database under ``root``, for ``dpkg --root``."""
+    for directory in (
+        "var/lib/dpkg/info",
+        "var/lib/dpkg/updates",
+        "var/lib/dpkg/alternatives",
+        "etc/alternatives",
+    ):
+        (root / directory).mkdir(parents=True)
+    (root / "var/lib/dpkg/status").touch()
+    (root / "var/lib/dpkg/available").touch()
+    return root

@@ -11,7 +11,7 @@ import pytest
 
 from gfxpack.plan import Kind, render
 from gfxpack.views import reachable
-from tests.conftest import run
+from tests.conftest import dpkg_root, run
 
 FIELDS = {
     "Depends": "depends",
@@ -100,20 +100,6 @@ def test_extract_reproduces_the_payload_bit_for_bit(example_release, tmp_path, k
             assert int(info.st_mtime) == entry.mtime
 
 
-def _dpkg_root(tmp_path: Path) -> Path:
-    root = tmp_path / "root"
-    for directory in (
-        "var/lib/dpkg/info",
-        "var/lib/dpkg/updates",
-        "var/lib/dpkg/alternatives",
-        "etc/alternatives",
-    ):
-        (root / directory).mkdir(parents=True)
-    (root / "var/lib/dpkg/status").touch()
-    (root / "var/lib/dpkg/available").touch()
-    return root
-
-
 @pytest.mark.slow
 def test_dpkg_installs_the_gfx942_set(example_release, tmp_path):
     """dpkg --root installs everything amdrocm-core8.2-gfx942 pulls in.
@@ -125,7 +111,7 @@ def test_dpkg_installs_the_gfx942_set(example_release, tmp_path):
     release = example_release
     chosen = reachable(release.plan, "amdrocm-core8.2-gfx942")
     assert not {p.arch for p in chosen} - {None, "gfx942"}
-    root = _dpkg_root(tmp_path)
+    root = dpkg_root(tmp_path / "root")
     dpkg = ["dpkg", "--root", str(root), "--force-depends", "--force-script-chrootless"]
     files = release.files("deb")
     run(*dpkg, "-i", *(str(files[p.key]) for p in chosen))

@@ -23,4 +23,11 @@ def main() -> None:
 
 
 # Each module registers its commands on ``cli``.
-from gfxpack.cli import build_cmd, descriptors_cmd, kpack_cmd, plan_cmd  # noqa: E402, F401
+from gfxpack.cli import (  # noqa: E402, F401
+    build_cmd,
+    descriptors_cmd,
+    kpack_cmd,
+    plan_cmd,
+    repo_cmd,
+    verify_cmd,
+)

@@ -1,0 +1,131 @@
+"""gfxpack verify: resolve an install against a repository and check the graph's promises."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+from gfxpack import verify as verify_module
+from gfxpack.cli import cli
+from gfxpack.cli.common import reports_errors, split_list
+
+# How many violations the text report spells out per format (--json has all).
+SHOWN = 20
+
+
+@cli.command("verify")
+@click.option(
+    "--repo",
+    "root",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="A gfxpack repo --out directory, or one apt (dists/) or rpm-md (repodata/) repository.",
+)
+@click.option(
+    "--install",
+    "names",
+    multiple=True,
+    help="Packages to install together (repeatable, or comma-separated), as apt-get "
+    "install would: the newest version of each.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(verify_module.FORMATS),
+    help="Verify only this format (default: every one under --repo).",
+)
+@click.option(
+    "--system",
+    type=click.Path(dir_okay=False),
+    help="Installed packages as deb822 stanzas (a dpkg status file works as is); "
+    "default: a bundled Debian 12 / EL 9 list with the usual system libraries.",
+)
+@click.option("--suite", help="apt suite, when the repository has more than one.")
+@click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
+@reports_errors
+def verify_command(root, names, fmt, system, suite, as_json):
+    """Resolve an install with libsolv and check the arch rules.
+
+    Prints the transaction of --install, then resolves every package of the
+    repository on its own and holds each resolution to these rules:
+
+    \b
+      installable    every package in the repository is installable
+      cross-arch     an arch-specific package (…-gfx942) pulls no device or
+                     arch meta of another arch
+      arch-set       a gfxarch meta (amdrocm-blas8.2, amdrocm-blas) pulls its
+                     host and every device of its release
+      file-conflict  no two packages of one resolution own one file
+
+    A violation is reported with the chain of requirements that pulled the
+    packages in; the exit status is then 1.
+    """
+    install = split_list(names)
+    with _progress(as_json) as progress:
+        reports = verify_module.verify(
+            Path(root), install, fmt, Path(system) if system else None, suite, progress
+        )
+    if as_json:
+        click.echo(json.dumps([r.as_dict() for r in reports], indent=2))
+    else:
+        for report in reports:
+            _print_report(report)
+    if not all(r.ok for r in reports):
+        count = sum(len(r.violations) for r in reports)
+        click.echo(f"error: {count} violation(s) of the package graph's rules", err=True)
+        sys.exit(1)
+
+
+@contextlib.contextmanager
+def _progress(quiet: bool):
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        tasks = {}
+
+        def update(fmt, done, total):
+            if fmt not in tasks:
+                tasks[fmt] = progress.add_task(f"resolving every {fmt} package", total=total)
+            progress.update(tasks[fmt], completed=done)
+
+        yield update
+
+
+def _print_report(report) -> None:
+    echo = click.echo
+    echo(f"{report.fmt}: {report.repository}, {report.packages} packages; system: {report.system}")
+    resolution = report.resolution
+    if resolution is not None and resolution.ok:
+        counts = {}
+        for step in resolution.steps:
+            counts[step.action] = counts.get(step.action, 0) + 1
+        summary = ", ".join(f"{n} to {a}" for a, n in sorted(counts.items())) or "nothing to do"
+        echo(f"  install {' '.join(report.install)}: {summary}")
+        width = max((len(s.name) for s in resolution.steps), default=0)
+        for step in resolution.steps:
+            old = f" (from {step.old_version})" if step.old_version else ""
+            echo(f"    {step.action:<9} {step.name:<{width}}  {step.version}{old}")
+    for rule, text in verify_module.RULES.items():
+        failed = sum(v.rule == rule for v in report.violations)
+        mark = "FAIL" if failed else "ok"
+        count = report.checked.get(rule, 0)
+        echo(f"  {mark:<4}  {text} ({count} resolution{'s' if count != 1 else ''})")
+    for violation in report.violations[:SHOWN]:
+        echo(f"  {violation.rule}: {violation.message}")
+        for hop in violation.path:
+            echo(f"      {'requires ' + hop.via + ' -> ' if hop.via else ''}{hop.package}")
+    if len(report.violations) > SHOWN:
+        echo(f"  … and {len(report.violations) - SHOWN} more (see --json)")

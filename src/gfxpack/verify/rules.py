@@ -1,0 +1,205 @@
+"""The promises of the package graph (seed 000), checked on one resolution.
+
+* ``cross-arch``: installing an arch-specific package (a device package or an
+  arch meta, ``…-gfx942``) pulls in no ``…-gfxNNN`` package of another arch.
+* ``arch-set``: installing a gfxarch meta, versioned (``amdrocm-blas8.2``) or
+  not (``amdrocm-blas``), pulls in its host package and every device package
+  the repository has for that release.
+* ``file-conflict``: no two packages of one resolution install the same file.
+* ``installable``: the resolution exists at all (checked for every package).
+
+Arch-ness is read from names alone (spec packaging.md section 6), so any
+repository can be checked, not only one gfxpack built.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+import solv
+
+from gfxpack.plan.naming import InvalidName, Naming, version_xy
+from gfxpack.verify.resolution import Hop, Resolution
+from gfxpack.verify.universe import Universe
+
+RULES = {
+    "installable": "every package in the repository is installable",
+    "cross-arch": "an arch-specific package pulls no device or arch meta of another arch",
+    "arch-set": "a gfxarch meta pulls its host and every device of its release",
+    "file-conflict": "no two packages of one resolution own one file",
+}
+_ARCH_SUFFIX = re.compile(r"^(?P<meta>.+)-(?P<arch>gfx[0-9a-z]+)$")
+_ASAN = "-asan"
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    rule: str
+    install: str  # what was being installed when it showed
+    message: str
+    path: tuple[Hop, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {
+            "rule": self.rule,
+            "install": self.install,
+            "message": self.message,
+            "path": [{"package": h.package, "via": h.via} for h in self.path],
+        }
+
+
+def arch_of(name: str) -> str | None:
+    """
+    >>> arch_of("amdrocm-blas8.2-gfx942"), arch_of("amdrocm-blas-host8.2")
+    ('gfx942', None)
+    """
+    match = _ARCH_SUFFIX.match(name)
+    return match["arch"] if match else None
+
+
+class ArchIndex:
+    """The repository's arch-suffixed packages, by the name they suffix."""
+
+    def __init__(self, universe: Universe) -> None:
+        self.suffixed: dict[str, list[solv.XSolvable]] = defaultdict(list)
+        self.by_name: dict[str, list[solv.XSolvable]] = defaultdict(list)
+        for solvable in universe.packages():
+            self.by_name[solvable.name].append(solvable)
+            match = _ARCH_SUFFIX.match(solvable.name)
+            if match:
+                self.suffixed[match["meta"]].append(solvable)
+
+    def devices(self, meta: solv.XSolvable) -> list[solv.XSolvable]:
+        return [s for s in self.suffixed.get(meta.name, ()) if s.evr == meta.evr]
+
+    def host(self, meta: solv.XSolvable) -> solv.XSolvable | None:
+        xy = _xy(meta.evr)
+        if xy is None or not meta.name.endswith(xy):
+            return None
+        stem = meta.name[: -len(xy)]
+        asan = stem.endswith(_ASAN)
+        name = Naming(xy, asan).host(stem.removesuffix(_ASAN) if asan else stem, "rpm")
+        return next((s for s in self.by_name.get(name, ()) if s.evr == meta.evr), None)
+
+
+def _xy(evr: str) -> str | None:
+    """The X.Y of a package's version (epoch and release cut off)."""
+    try:
+        return version_xy(evr.split(":", 1)[-1].rsplit("-", 1)[0])
+    except InvalidName:
+        return None
+
+
+def check(
+    universe: Universe, index: ArchIndex, resolution: Resolution, install: str
+) -> tuple[list[Violation], set[str]]:
+    """Every rule on one successful resolution (``install`` names it in reports):
+    the violations, and the rules that applied to it."""
+    applied = {"installable", "file-conflict"}
+    violations = _file_conflicts(universe, resolution, install)
+    for rule, holds in (("cross-arch", _cross_arch), ("arch-set", _arch_set)):
+        found = holds(universe, index, resolution, install)
+        if found is not None:
+            applied.add(rule)
+            violations += found
+    return violations, applied
+
+
+def _cross_arch(
+    universe: Universe, index: ArchIndex, resolution: Resolution, install: str
+) -> list[Violation] | None:
+    """None when no start is arch-specific."""
+    violations = None
+    for start in resolution.starts:
+        arch = arch_of(start.name)
+        if arch is None:
+            continue
+        violations = [] if violations is None else violations
+        for solvable_id, path in resolution.paths_from(universe, start).items():
+            other = arch_of(resolution.world[solvable_id].name)
+            if other is not None and other != arch:
+                violations.append(
+                    Violation(
+                        "cross-arch",
+                        install,
+                        f"{start.name} is for {arch} but pulls in "
+                        f"{resolution.world[solvable_id].name} of {other}",
+                        path,
+                    )
+                )
+    return violations
+
+
+def _arch_set(
+    universe: Universe, index: ArchIndex, resolution: Resolution, install: str
+) -> list[Violation] | None:
+    """None when no start is (or pulls in) a gfxarch meta."""
+    violations = None
+    on_system = {(s.name, s.evr) for s in resolution.world.values()}
+    for start in resolution.starts:
+        if arch_of(start.name) is not None:
+            continue
+        paths = resolution.paths_from(universe, start)
+        # The start itself, or the versioned meta a non-versioned name pulls in.
+        xy = _xy(start.evr) or ""
+        metas = [
+            s
+            for s in resolution.world.values()
+            if s.id in paths and s.name in (start.name, start.name + xy)
+        ]
+        for meta in metas:
+            devices = index.devices(meta)
+            if not devices:
+                continue  # not a gfxarch meta
+            violations = [] if violations is None else violations
+            expected = [*devices, *filter(None, [index.host(meta)])]
+            missing = sorted(
+                f"{s.name} ({s.evr})" for s in expected if (s.name, s.evr) not in on_system
+            )
+            if missing:
+                violations.append(
+                    Violation(
+                        "arch-set",
+                        install,
+                        f"installing {start.name} does not pull in {', '.join(missing)}",
+                        paths[meta.id],
+                    )
+                )
+    return violations
+
+
+def _file_conflicts(universe: Universe, resolution: Resolution, install: str) -> list[Violation]:
+    owners: dict[str, list[solv.XSolvable]] = defaultdict(list)
+    for solvable in resolution.world.values():
+        for path in universe.files(solvable):
+            owners[path].append(solvable)
+    shared: dict[tuple[int, ...], list[str]] = defaultdict(list)
+    for path, packages in owners.items():
+        if len(packages) > 1:
+            shared[tuple(sorted(p.id for p in packages))].append(path)
+    violations = []
+    for ids, paths in sorted(shared.items()):
+        packages = sorted((resolution.world[i] for i in ids), key=lambda p: (p.name, p.evr))
+        paths.sort()
+        example = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        owners_text = " and ".join(f"{p.name} ({p.evr})" for p in packages)
+        verb = "both install" if len(packages) == 2 else "all install"
+        violations.append(
+            Violation(
+                "file-conflict",
+                install,
+                f"{owners_text} {verb} {example}",
+                _path_to(universe, resolution, packages[-1]),
+            )
+        )
+    return violations
+
+
+def _path_to(universe: Universe, resolution: Resolution, target: solv.XSolvable) -> tuple[Hop, ...]:
+    for start in resolution.starts:
+        path = resolution.paths_from(universe, start).get(target.id)
+        if path:
+            return path
+    return ()

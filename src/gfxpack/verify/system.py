@@ -1,0 +1,88 @@
+"""The installed packages a resolution starts from (``gfxpack verify --system``).
+
+A system is a list of deb822 stanzas: ``Package``, ``Version``, optional
+``Architecture``, ``Provides`` and ``Depends``, with relations in the syntax of
+the format being verified. A dpkg status file is one as it stands (stanzas
+whose ``Status`` is not installed are skipped); the bundled files describe a
+Debian 12 and an Enterprise Linux 9 machine with the system names the example
+release depends on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from gfxpack.errors import GfxpackError
+from gfxpack.relations import InvalidRelation, Relation, parse_deb, parse_rpm
+from gfxpack.repo.debfile import parse_stanzas
+
+
+class VerifyError(GfxpackError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class SystemPackage:
+    name: str
+    version: str
+    arch: str
+    provides: tuple[Relation, ...]
+    depends: tuple[Relation, ...]
+
+
+def bundled(fmt: str) -> str:
+    """The text of the bundled system list for ``fmt``."""
+    return resources.files("gfxpack.verify").joinpath(f"system-{fmt}.txt").read_text("utf-8")
+
+
+def split_relations(text: str, fmt: str) -> tuple[Relation, ...]:
+    """A comma-separated relation field in ``fmt`` syntax (RPM rich deps keep their commas
+    only inside parentheses, which never happens in practice, so a plain split is enough).
+
+    >>> [r.names() for r in split_relations("libc6 (>= 2.34), libstdc++6 | libstdc++8", "deb")]
+    [('libc6',), ('libstdc++6', 'libstdc++8')]
+    """
+    parse = parse_deb if fmt == "deb" else parse_rpm
+    return tuple(parse(item.strip()) for item in text.replace("\n", " ").split(",") if item.strip())
+
+
+def read_system(path: Path | None, fmt: str) -> tuple[str, list[SystemPackage]]:
+    """(description, packages) of ``path``, or of the bundled list when ``path`` is None."""
+    if path is None:
+        label, text = f"bundled {fmt} system list", bundled(fmt)
+    else:
+        label = str(path)
+        try:
+            text = Path(path).read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise VerifyError(f"{path}: cannot read the system list: {e}") from None
+    packages = []
+    for number, stanza in enumerate(parse_stanzas(text), start=1):
+        status = stanza.get("Status")
+        if status is not None and not status.endswith(" installed"):
+            continue
+        name, version = stanza.get("Package"), stanza.get("Version")
+        if not name or not version:
+            raise VerifyError(
+                f"{label}: stanza {number}{f' ({name})' if name else ''}: expected "
+                "'Package:' and 'Version:' fields (deb822, like a dpkg status file)"
+            )
+        relations = {}
+        for field in ("Provides", "Depends", "Pre-Depends"):
+            try:
+                relations[field] = split_relations(stanza.get(field, ""), fmt)
+            except InvalidRelation as e:
+                raise VerifyError(f"{label}: package {name}: {field}: {e}") from None
+        arch = stanza.get("Architecture", "all")
+        packages.append(
+            SystemPackage(
+                name,
+                version,
+                arch,
+                relations["Provides"],
+                relations["Depends"] + relations["Pre-Depends"],
+            )
+        )
+    return label, packages

@@ -1,0 +1,347 @@
+"""A repository and a system loaded into one libsolv pool.
+
+The rpm-md side is read by libsolv itself (``repo.add_rpmmd``). The ``solv``
+wheel on PyPI is built without Debian support, so an apt repository's
+``Packages`` stanzas become solvables here: Depends and Pre-Depends are
+requirements (``a | b`` an OR), Recommends recommendations, Conflicts and
+Breaks conflicts, Provides provisions. Versions then compare by RPM rules,
+which agree with Debian's for the numeric ``X.Y.Z-R`` versions (epochs and
+``~`` included) that releases use; Debian's special ordering of letters
+against ``+`` and ``.`` is not reproduced.
+
+Both indexes are checked against the digests of their ``Release`` or
+``repomd.xml`` first, so a half-updated repository is an error, not a
+wrong answer. Which files each package installs (``Contents-<arch>.gz``,
+``filelists.xml.gz``) is read only when a check asks for it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import lzma
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import cached_property, reduce
+from pathlib import Path
+
+import solv
+
+from gfxpack.relations import InvalidRelation, Relation, render_deb
+from gfxpack.repo.debfile import parse_stanzas
+from gfxpack.verify.system import SystemPackage, VerifyError, split_relations
+
+FORMATS = ("deb", "rpm")
+# Debian architecture names as libsolv's (RPM) architecture policy knows them.
+DEB_ARCH = {"amd64": "x86_64", "all": "noarch", "arm64": "aarch64", "i386": "i686"}
+_FROM_SOLV_ARCH = {solv_arch: deb_arch for deb_arch, solv_arch in DEB_ARCH.items()}
+MACHINE = "x86_64"
+_FLAGS = {
+    "<": solv.REL_LT,
+    "<=": solv.REL_LT | solv.REL_EQ,
+    "=": solv.REL_EQ,
+    ">=": solv.REL_GT | solv.REL_EQ,
+    ">": solv.REL_GT,
+}
+_FILELISTS_NS = "{http://linux.duke.edu/metadata/filelists}"
+
+
+def locate(root: Path, fmt: str) -> Path | None:
+    """The repository of ``fmt`` under ``root``: ``root`` itself or the ``apt``/``rpm``
+    directory ``gfxpack repo`` makes."""
+    marker = "dists" if fmt == "deb" else "repodata"
+    for candidate in (root, root / ("apt" if fmt == "deb" else "rpm")):
+        if (candidate / marker).is_dir():
+            return candidate
+    return None
+
+
+@dataclass
+class Universe:
+    """One format's repository plus the installed system, ready to solve."""
+
+    fmt: str
+    root: Path
+    label: str
+    pool: solv.Pool
+    repo: solv.Repo
+    system: solv.Repo
+    system_label: str
+    # solvable id -> file of the package, relative to root (DEB; RPM asks libsolv)
+    _locations: dict[int, str] = field(default_factory=dict)
+    _contents: list[Path] = field(default_factory=list)
+    _filelists: Path | None = None
+    # dependency id -> the relation as the format writes it (DEB; libsolv prints RPM syntax)
+    dep_text: dict[int, str] = field(default_factory=dict)
+
+    def show_arch(self, arch: str) -> str:
+        return _FROM_SOLV_ARCH.get(arch, arch) if self.fmt == "deb" else arch
+
+    def show_dep(self, dep: solv.Dep) -> str:
+        return self.dep_text.get(dep.id) or str(dep)
+
+    def packages(self) -> list[solv.XSolvable]:
+        return list(self.repo.solvables_iter())
+
+    def location(self, solvable: solv.XSolvable) -> str:
+        if self.fmt == "deb":
+            return self._locations[solvable.id]
+        return solvable.lookup_location()[0]
+
+    def files(self, solvable: solv.XSolvable) -> frozenset[str]:
+        """Paths the package installs (directories excepted; RPM lets packages share them)."""
+        if solvable.repo != self.repo:
+            return frozenset()
+        if self.fmt == "deb":
+            # Contents lists paths by package name: a name's versions share one set.
+            return self._deb_files.get(solvable.name, frozenset())
+        return self._rpm_files.get((solvable.name, solvable.evr, solvable.arch), frozenset())
+
+    @cached_property
+    def _deb_files(self) -> dict[str, frozenset[str]]:
+        owners: dict[str, set[str]] = defaultdict(set)
+        for contents in self._contents:
+            with gzip.open(contents, "rt", encoding="utf-8") as text:
+                for line in text:
+                    path, _, locations = line.rstrip("\n").rpartition(" ")
+                    for location in locations.split(","):
+                        owners[location.rpartition("/")[2]].add("/" + path.strip())
+        return {name: frozenset(paths) for name, paths in owners.items()}
+
+    @cached_property
+    def _rpm_files(self) -> dict[tuple[str, str, str], frozenset[str]]:
+        files: dict[tuple[str, str, str], frozenset[str]] = {}
+        if self._filelists is None:
+            return files
+        with gzip.open(self._filelists) as stream:
+            for _, element in ET.iterparse(stream):
+                if element.tag != f"{_FILELISTS_NS}package":
+                    continue
+                version = element.find(f"{_FILELISTS_NS}version")
+                epoch, ver, rel = (version.get(k) for k in ("epoch", "ver", "rel"))
+                evr = f"{epoch + ':' if epoch not in (None, '0') else ''}{ver}-{rel}"
+                key = (element.get("name"), evr, element.get("arch"))
+                files[key] = frozenset(
+                    f.text for f in element.iter(f"{_FILELISTS_NS}file") if f.get("type") != "dir"
+                )
+                element.clear()
+        return files
+
+
+def load(
+    root: Path,
+    fmt: str,
+    system: tuple[str, list[SystemPackage]],
+    suite: str | None = None,
+) -> Universe:
+    """The repository of ``fmt`` under ``root`` and ``system`` in a fresh pool."""
+    located = locate(root, fmt)
+    if located is None:
+        marker = "dists/" if fmt == "deb" else "repodata/"
+        raise VerifyError(
+            f"{root}: no {fmt} repository here (no {marker}, "
+            f"and no {'apt' if fmt == 'deb' else 'rpm'}/{marker})"
+        )
+    pool = solv.Pool()
+    pool.setarch(MACHINE)
+    installed = pool.add_repo("@System")
+    pool.installed = installed
+    repo = pool.add_repo(str(located))
+    universe = Universe(fmt, located, str(located), pool, repo, installed, system[0])
+    deps = _DepIds(pool, universe.dep_text if fmt == "deb" else {})
+    for package in system[1]:
+        solvable = installed.add_solvable()
+        _describe(solvable, pool, package.name, package.version, _arch(package.arch, fmt))
+        for relation in package.provides:
+            solvable.add_provides(deps.of(relation))
+        for relation in package.depends:
+            solvable.add_requires(deps.of(relation))
+    if fmt == "deb":
+        universe.label = _load_apt(universe, suite, deps)
+    else:
+        _load_rpmmd(universe)
+    installed.internalize()
+    repo.internalize()
+    pool.addfileprovides()
+    pool.createwhatprovides()
+    return universe
+
+
+def _arch(arch: str, fmt: str) -> str:
+    return DEB_ARCH.get(arch, arch) if fmt == "deb" else arch
+
+
+def _describe(
+    solvable: solv.XSolvable, pool: solv.Pool, name: str, version: str, arch: str
+) -> None:
+    solvable.name, solvable.evr, solvable.arch = name, version, arch
+    solvable.add_provides(pool.rel2id(solvable.nameid, solvable.evrid, solv.REL_EQ))
+
+
+class _DepIds:
+    """libsolv dependency ids for relations, memoised (releases repeat the same ones)."""
+
+    def __init__(self, pool: solv.Pool, texts: dict[int, str]) -> None:
+        self.pool = pool
+        self.memo: dict[Relation, int] = {}
+        self.texts = texts
+
+    def of(self, relation: Relation) -> int:
+        dep = self.memo.get(relation)
+        if dep is None:
+            pool = self.pool
+            if relation.opaque is not None:
+                dep = pool.parserpmrichdep(relation.opaque)
+            else:
+                atoms = [
+                    pool.rel2id(pool.str2id(a.name), pool.str2id(a.version), _FLAGS[a.op])
+                    if a.op
+                    else pool.str2id(a.name)
+                    for a in relation.atoms
+                ]
+                dep = reduce(lambda left, right: pool.rel2id(left, right, solv.REL_OR), atoms)
+            self.memo[relation] = dep
+            self.texts[dep] = render_deb(relation)
+        return dep
+
+
+# --- apt ----------------------------------------------------------------------------------
+
+
+def _release_digests(release: Path) -> dict[str, tuple[str, int]]:
+    """name -> (sha256, size) from a Release file's SHA256 section."""
+    digests = {}
+    stanza = parse_stanzas(release.read_text("utf-8"))[0]
+    for line in stanza.get("SHA256", "").splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            digests[parts[2]] = (parts[0], int(parts[1]))
+    return digests
+
+
+def _checked(path: Path, name: str, digests: dict[str, tuple[str, int]], index: Path) -> bytes:
+    data = path.read_bytes()
+    expected = digests.get(name)
+    if expected is None:
+        raise VerifyError(f"{path}: not listed in {index}")
+    if (hashlib.sha256(data).hexdigest(), len(data)) != expected:
+        raise VerifyError(
+            f"{path}: does not match the digest {index} lists "
+            "(a half-updated repository? publish it again)"
+        )
+    return data
+
+
+def _pick_suite(dists: Path, suite: str | None) -> str:
+    suites = sorted(d.name for d in dists.iterdir() if (d / "Release").is_file())
+    if suite is not None:
+        if suite not in suites:
+            raise VerifyError(f"{dists}: no suite {suite!r} (there are: {', '.join(suites)})")
+        return suite
+    if len(suites) != 1:
+        raise VerifyError(
+            f"{dists}: {len(suites)} suites ({', '.join(suites) or 'none'}); "
+            "choose one with --suite"
+        )
+    return suites[0]
+
+
+def _load_apt(universe: Universe, suite: str | None, deps: _DepIds) -> str:
+    dists = universe.root / "dists"
+    suite = _pick_suite(dists, suite)
+    release = dists / suite / "Release"
+    digests = _release_digests(release)
+    seen: set[str] = set()
+    for name in sorted({n.rsplit("/", 1)[0] for n in digests if "/binary-" in n}):
+        # Each binary-<arch> lists the arch-all packages again: read those once.
+        path = dists / suite / f"{name}/Packages"
+        for suffix, decompress in (("", bytes), (".xz", lzma.decompress), (".gz", gzip.decompress)):
+            if (
+                f"{name}/Packages{suffix}" in digests
+                and path.with_name(f"Packages{suffix}").exists()
+            ):
+                packages = path.with_name(f"Packages{suffix}")
+                text = decompress(
+                    _checked(packages, f"{name}/Packages{suffix}", digests, release)
+                ).decode("utf-8")
+                break
+        else:
+            raise VerifyError(f"{dists / suite / name}: no Packages index that {release} lists")
+        for stanza in parse_stanzas(text):
+            filename = stanza.get("Filename")
+            if filename in seen:
+                continue
+            seen.add(filename)
+            _add_deb(universe, stanza, deps, packages)
+    universe._contents = [
+        dists / suite / n
+        for n in sorted(digests)
+        if "/Contents-" in n and (dists / suite / n).exists()
+    ]
+    return f"{universe.root} (suite {suite})"
+
+
+def _add_deb(universe: Universe, stanza: dict[str, str], deps: _DepIds, index: Path) -> None:
+    name, version = stanza.get("Package"), stanza.get("Version")
+    if not name or not version or not stanza.get("Filename"):
+        raise VerifyError(
+            f"{index}: a stanza without Package, Version or Filename ({name or 'unnamed'})"
+        )
+    solvable = universe.repo.add_solvable()
+    _describe(
+        solvable, universe.pool, name, version, _arch(stanza.get("Architecture", "all"), "deb")
+    )
+    universe._locations[solvable.id] = stanza["Filename"]
+    adders = (
+        (("Depends", "Pre-Depends"), solvable.add_requires),
+        (("Recommends",), solvable.add_recommends),
+        (("Conflicts", "Breaks"), solvable.add_conflicts),
+        (("Provides",), solvable.add_provides),
+    )
+    for fields, add in adders:
+        for field_name in fields:
+            try:
+                relations = split_relations(stanza.get(field_name, ""), "deb")
+            except InvalidRelation as e:
+                raise VerifyError(f"{index}: package {name}: {field_name}: {e}") from None
+            for relation in relations:
+                add(deps.of(relation))
+
+
+# --- rpm-md -------------------------------------------------------------------------------
+
+
+def _load_rpmmd(universe: Universe) -> None:
+    import createrepo_c as cr  # only the rpm side needs it
+
+    repomd_path = universe.root / "repodata" / "repomd.xml"
+    try:
+        records = {r.type: r for r in cr.Repomd(str(repomd_path)).records}
+    except (OSError, cr.CreaterepoCError) as e:
+        raise VerifyError(f"{repomd_path}: not a readable repomd.xml: {e}") from None
+    if "primary" not in records:
+        raise VerifyError(f"{repomd_path}: lists no primary metadata")
+    paths = {}
+    for kind in ("primary", "filelists"):
+        record = records.get(kind)
+        if record is None:
+            continue
+        path = universe.root / record.location_href
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise VerifyError(f"{path}: {e.strerror} ({repomd_path} lists it)") from None
+        if hashlib.new(record.checksum_type, data).hexdigest() != record.checksum:
+            raise VerifyError(
+                f"{path}: does not match the checksum {repomd_path} lists "
+                "(a half-updated repository? publish it again)"
+            )
+        paths[kind] = path
+    stream = solv.xfopen(str(paths["primary"]))
+    try:
+        if not universe.repo.add_rpmmd(stream, None, 0):
+            raise VerifyError(f"{paths['primary']}: libsolv cannot read it: {universe.pool.errstr}")
+    finally:
+        stream.close()
+    universe._filelists = paths.get("filelists")

@@ -1,0 +1,180 @@
+"""Small hand-made repositories: a few packages written by our writers, published by
+gfxpack repo, with the dependency mistakes the rules exist to catch."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import re
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from gfxpack.formats import PackageInfo, writer
+from gfxpack.formats.payload import Entry, with_parents
+from gfxpack.relations import parse_deb, render_rpm
+from gfxpack.repo import publish
+
+FORMATS = ("deb", "rpm")
+
+
+def write_package(
+    out: Path,
+    fmt: str,
+    name: str,
+    version: str = "8.2.0",
+    depends: tuple[str, ...] = (),
+    files: tuple[str, ...] = (),
+    provides: tuple[str, ...] = (),
+) -> Path:
+    """One package; relations are written in Debian syntax and translated for RPM."""
+    relations = {
+        field: tuple(text if fmt == "deb" else render_rpm(parse_deb(text)) for text in values)
+        for field, values in (("depends", depends), ("provides", provides))
+    }
+    entries = with_parents(
+        [Entry(path, "file", 0o644, size=len(name), data=name.encode()) for path in files],
+        mtime=0,
+    )
+    info = PackageInfo(
+        name=name,
+        version=version,
+        release="1",
+        arch="amd64" if fmt == "deb" else "x86_64",
+        summary=f"test package {name}",
+        description="A package of a hand-made test repository.",
+        maintainer="gfxpack tests <tests@example.invalid>",
+        license="MIT",
+        entries=entries,
+        **relations,
+    )
+    module = writer(fmt)
+    path = out / module.filename(info)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as file:
+        module.write(info, file)
+    return path
+
+
+def make_repo(tmp_path: Path, fmt: str, packages: dict[str, dict]) -> Path:
+    """Write ``packages`` (name -> write_package keywords) and publish them; the repo root."""
+    build = tmp_path / f"build-{fmt}"
+    for name, options in packages.items():
+        write_package(build, fmt, name, **options)
+    root = tmp_path / "repo"
+    publish(build, root, "stable", 1_700_000_000)
+    return root
+
+
+def gfxarch_set(archs=("gfx942", "gfx950")) -> dict[str, dict]:
+    """A well-formed gfxarch component as seed 000 draws it: host, devices, metas."""
+    host = "amdrocm-blas-host8.2"
+    packages = {
+        "amdrocm-runtime8.2": {"files": ("/opt/rocm/core-8.2/lib/libamdhip64.so.7",)},
+        host: {
+            "depends": ("amdrocm-runtime8.2 (>= 8.2.0-1)",),
+            "files": ("/opt/rocm/core-8.2/lib/librocblas.so.5",),
+        },
+        "amdrocm-blas8.2": {
+            "depends": (f"{host} (= 8.2.0-1)", *(f"amdrocm-blas8.2-{a} (= 8.2.0-1)" for a in archs))
+        },
+        "amdrocm-blas": {"depends": ("amdrocm-blas8.2 (= 8.2.0-1)",)},
+    }
+    for arch in archs:
+        packages[f"amdrocm-blas8.2-{arch}"] = {
+            "depends": (f"{host} (= 8.2.0-1)",),
+            "files": (f"/opt/rocm/core-8.2/.kpack/blas_lib_{arch}.kpack",),
+        }
+    return packages
+
+
+# --- apt-get against a repository served on 127.0.0.1 -----------------------------------
+
+
+@contextlib.contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    """An HTTP server for ``directory`` on a free port of 127.0.0.1; yields its URL."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+_INST = re.compile(r"^Inst (\S+)(?: \[([^\]]+)\])? \((\S+) ")
+_REMV = re.compile(r"^Remv (\S+)")
+
+
+class Apt:
+    """The system's apt-get with its own sources.list, state, cache and dpkg status:
+    nothing of the machine's apt configuration is read or changed."""
+
+    def __init__(self, home: Path, sources: str, status: str) -> None:
+        self.home = home
+        for directory in (
+            "state/lists/partial",
+            "cache/archives/partial",
+            "sourceparts",
+            "trustedparts",
+            "preferencesparts",
+            "log",
+        ):
+            (home / directory).mkdir(parents=True, exist_ok=True)
+        (home / "sources.list").write_text(sources)
+        self.status = home / "status"
+        self.status.write_text(status)
+        self.options = []
+        for option, value in {
+            "Dir::Etc::sourcelist": home / "sources.list",
+            "Dir::Etc::sourceparts": home / "sourceparts",
+            "Dir::Etc::trusted": home / "trusted.gpg",
+            "Dir::Etc::trustedparts": home / "trustedparts",
+            "Dir::Etc::preferencesparts": home / "preferencesparts",
+            "Dir::State": home / "state",
+            "Dir::State::status": self.status,
+            "Dir::Cache": home / "cache",
+            "Dir::Log": home / "log",
+            "APT::Architecture": "amd64",
+            "APT::Sandbox::User": "root",
+            "Acquire::Languages": "none",
+            "Acquire::http::Proxy": "DIRECT",
+            "Debug::NoLocking": "1",
+        }.items():
+            self.options += ["-o", f"{option}={value}"]
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        result = subprocess.run(
+            ["apt-get", *self.options, *args], capture_output=True, text=True, check=False
+        )
+        if check:
+            assert result.returncode == 0, (
+                f"apt-get {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
+            )
+        return result
+
+    def simulate(self, *names: str) -> dict[str, tuple[str, str | None, str | None]]:
+        """name -> (action, installed version, new version) of ``install --simulate``."""
+        planned = {}
+        for line in self.run("install", "--simulate", "-y", *names).stdout.splitlines():
+            if match := _INST.match(line):
+                action = "upgrade" if match[2] else "install"
+                planned[match[1]] = (action, match[2], match[3])
+            elif match := _REMV.match(line):
+                planned[match[1]] = ("remove", None, None)
+        return planned
+
+    def download(self, *names: str) -> list[Path]:
+        """The .deb files ``install`` would fetch, fetched."""
+        self.run("install", "--download-only", "-y", *names)
+        return sorted((self.home / "cache/archives").glob("*.deb"))
