@@ -36,6 +36,10 @@ demo: $(STAMP)
 	rm -rf $(DEMO)/packages
 	$(VENV)/bin/gfxpack build --config examples/package.json --artifacts $(DEMO)/artifacts \
 	    --out $(DEMO)/packages --rocm-version 8.2.0
+	rm -rf $(DEMO)/repo
+	$(VENV)/bin/gfxpack repo --in $(DEMO)/packages --out $(DEMO)/repo
+	$(VENV)/bin/gfxpack verify --repo $(DEMO)/repo --install amdrocm-core8.2-gfx942 --format deb
+	$(VENV)/bin/gfxpack verify --repo $(DEMO)/repo --install amdrocm-core --quiet
 	$(VENV)/bin/gfxpack descriptors list-engines --root examples/descriptors --device gfx942 \
 	    --symbols examples/descriptor-symbols.json
 	$(VENV)/bin/gfxpack descriptors lint --root examples/descriptors \
@@ -55,6 +59,7 @@ bench: $(STAMP)
 	$(PY) bench/kpack_speed.py
 	$(PY) bench/build_speed.py
 	$(PY) bench/descriptor_load.py
+	$(PY) bench/verify_scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build src/*.egg-info

@@ -47,7 +47,8 @@ def test_a_device_that_pulls_another_arch_is_reported_with_its_path(tmp_path, fm
     report = only(verify(root, ["amdrocm-blas8.2-gfx942"]))
     found = [v for v in by_rule(report, "cross-arch") if v.install == "amdrocm-blas8.2-gfx942"]
     assert [v.message for v in found] == [
-        "amdrocm-blas8.2-gfx942 is for gfx942 but pulls in amdrocm-blas8.2-gfx950 of gfx950"
+        "amdrocm-blas8.2-gfx942 is for gfx942 but pulls in 1 package(s) of gfx950: "
+        "amdrocm-blas8.2-gfx950"
     ]
     path = found[0].path
     assert [h.package for h in path] == [
@@ -163,7 +164,7 @@ def test_cli_reports_a_violation_with_its_path_and_exit_status_1(tmp_path):
     assert "FAIL  an arch-specific package pulls no device" in result.output
     assert (
         "cross-arch: amdrocm-blas8.2-gfx942 is for gfx942 but pulls in "
-        "amdrocm-blas8.2-gfx950 of gfx950"
+        "1 package(s) of gfx950: amdrocm-blas8.2-gfx950"
     ) in result.output
     assert "requires amdrocm-blas8.2-gfx950 (= 8.2.0-1) -> amdrocm-blas8.2-gfx950" in (
         result.output

@@ -48,8 +48,11 @@ SHOWN = 20
 )
 @click.option("--suite", help="apt suite, when the repository has more than one.")
 @click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Summarise the transaction in one line per format."
+)
 @reports_errors
-def verify_command(root, names, fmt, system, suite, as_json):
+def verify_command(root, names, fmt, system, suite, as_json, quiet):
     """Resolve an install with libsolv and check the arch rules.
 
     Prints the transaction of --install, then resolves every package of the
@@ -75,7 +78,7 @@ def verify_command(root, names, fmt, system, suite, as_json):
         click.echo(json.dumps([r.as_dict() for r in reports], indent=2))
     else:
         for report in reports:
-            _print_report(report)
+            _print_report(report, quiet)
     if not all(r.ok for r in reports):
         count = sum(len(r.violations) for r in reports)
         click.echo(f"error: {count} violation(s) of the package graph's rules", err=True)
@@ -104,7 +107,7 @@ def _progress(quiet: bool):
         yield update
 
 
-def _print_report(report) -> None:
+def _print_report(report, quiet: bool) -> None:
     echo = click.echo
     echo(f"{report.fmt}: {report.repository}, {report.packages} packages; system: {report.system}")
     resolution = report.resolution
@@ -115,7 +118,7 @@ def _print_report(report) -> None:
         summary = ", ".join(f"{n} to {a}" for a, n in sorted(counts.items())) or "nothing to do"
         echo(f"  install {' '.join(report.install)}: {summary}")
         width = max((len(s.name) for s in resolution.steps), default=0)
-        for step in resolution.steps:
+        for step in () if quiet else resolution.steps:
             old = f" (from {step.old_version})" if step.old_version else ""
             echo(f"    {step.action:<9} {step.name:<{width}}  {step.version}{old}")
     for rule, text in verify_module.RULES.items():

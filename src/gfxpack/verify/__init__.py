@@ -108,7 +108,7 @@ def _verify_format(
             report,
             universe,
             index,
-            resolve(universe, solvable=solvable),
+            resolve(universe, solvable=solvable, steps=False),
             f"{solvable.name}={solvable.evr}",
         )
         if progress:

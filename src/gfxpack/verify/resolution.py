@@ -55,41 +55,46 @@ class Hop:
 @dataclass
 class Resolution:
     requested: list[str]
-    starts: list[solv.XSolvable] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)  # solvable ids of the requests
     steps: list[Step] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     # Every package on the system afterwards, by solvable id.
-    world: dict[int, solv.XSolvable] = field(default_factory=dict)
-    _paths: dict[int, dict[int, tuple[Hop, ...]]] = field(default_factory=dict, repr=False)
+    world: set[int] = field(default_factory=set)
+    _parents: dict[int, dict[int, tuple[int, int] | None]] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
-    def paths_from(self, universe: Universe, start: solv.XSolvable) -> dict[int, tuple[Hop, ...]]:
-        """Shortest requirement chain from ``start`` to every package it pulls in
-        (breadth first over Depends/Requires whose provider is on the system)."""
-        if start.id in self._paths:
-            return self._paths[start.id]
-        paths = {start.id: (Hop(_nevr(start)),)}
-        self._paths[start.id] = paths
-        queue = deque([start])
-        pool = start.pool
-        while queue:
-            current = queue.popleft()
-            for dep in current.lookup_deparray(solv.SOLVABLE_REQUIRES):
-                for provider in pool.whatprovides(dep.id):
-                    if provider.id in self.world and provider.id not in paths:
-                        paths[provider.id] = (
-                            *paths[current.id],
-                            Hop(_nevr(provider), universe.show_dep(dep)),
-                        )
-                        queue.append(provider)
-        return paths
+    def reached(self, universe: Universe, start: int) -> dict[int, tuple[int, int] | None]:
+        """Every package ``start`` pulls in, with the (package, dependency) that pulled it:
+        breadth first over Depends/Requires whose provider is on the system, so following
+        the parents gives a shortest requirement chain."""
+        parents = self._parents.get(start)
+        if parents is None:
+            parents = self._parents[start] = {start: None}
+            queue = deque([start])
+            world = self.world
+            while queue:
+                current = queue.popleft()
+                for dep, providers in universe.requirements(current):
+                    for provider in providers:
+                        if provider in world and provider not in parents:
+                            parents[provider] = (current, dep)
+                            queue.append(provider)
+        return parents
 
-
-def _nevr(solvable: solv.XSolvable) -> str:
-    return f"{solvable.name} ({solvable.evr})"
+    def path(self, universe: Universe, start: int, target: int) -> tuple[Hop, ...]:
+        """The requirement chain from ``start`` to ``target`` (empty if it is not reached)."""
+        parents = self.reached(universe, start)
+        if target not in parents:
+            return ()
+        hops = []
+        while (link := parents[target]) is not None:
+            hops.append(Hop(universe.nevr(target), universe.show_dep(link[1])))
+            target = link[0]
+        hops.append(Hop(universe.nevr(target)))
+        return tuple(reversed(hops))
 
 
 def select(universe: Universe, name: str) -> solv.Selection:
@@ -107,9 +112,14 @@ def select(universe: Universe, name: str) -> solv.Selection:
 
 
 def resolve(
-    universe: Universe, names: list[str] | None = None, solvable: solv.XSolvable | None = None
+    universe: Universe,
+    names: list[str] | None = None,
+    solvable: solv.XSolvable | None = None,
+    steps: bool = True,
 ) -> Resolution:
-    """Install ``names`` (or exactly ``solvable``) on the universe's system."""
+    """Install ``names`` (or exactly ``solvable``) on the universe's system; ``steps``
+    False skips describing the transaction (the repository-wide sweep needs only
+    the resulting system)."""
     pool = universe.pool
     if solvable is not None:
         requested = [f"{solvable.name}={solvable.evr}"]
@@ -128,7 +138,22 @@ def resolve(
         resolution.problems = [_describe_problem(p) for p in problems]
         return resolution
     transaction = solver.transaction()
-    removed = set()
+    resolution.world = {s.id for s in transaction.keptsolvables()} | {
+        s.id for s in transaction.newsolvables()
+    }
+    if steps:
+        resolution.steps = _steps(universe, transaction)
+    if solvable is not None:
+        resolution.starts = [solvable.id]
+    else:
+        for name in requested:
+            chosen = [s.id for s in select(universe, name).solvables() if s.id in resolution.world]
+            resolution.starts.append(chosen[0])
+    return resolution
+
+
+def _steps(universe: Universe, transaction: solv.Transaction) -> list[Step]:
+    steps = []
     mode = _T.SOLVER_TRANSACTION_SHOW_OBSOLETES | _T.SOLVER_TRANSACTION_OBSOLETE_IS_UPGRADE
     for kind in transaction.classify(mode):
         action = _ACTIONS.get(kind.type)
@@ -138,10 +163,7 @@ def resolve(
             old = None
             if action not in ("install", "remove"):
                 old, package = package, transaction.othersolvable(package)
-                removed.add(old.id)
-            elif action == "remove":
-                removed.add(package.id)
-            resolution.steps.append(
+            steps.append(
                 Step(
                     action,
                     package.name,
@@ -150,17 +172,7 @@ def resolve(
                     old.evr if old is not None else None,
                 )
             )
-    resolution.steps.sort(key=lambda s: (s.name, s.version))
-    world = {s.id: s for s in universe.system.solvables_iter() if s.id not in removed}
-    world.update((s.id, s) for s in transaction.newsolvables())
-    resolution.world = world
-    if solvable is not None:
-        resolution.starts = [solvable]
-    else:
-        for name in requested:
-            chosen = [s for s in select(universe, name).solvables() if s.id in world]
-            resolution.starts.append(chosen[0])
-    return resolution
+    return sorted(steps, key=lambda s: (s.name, s.version))
 
 
 def _describe_problem(problem: solv.Problem) -> str:

@@ -18,8 +18,6 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-import solv
-
 from gfxpack.plan.naming import InvalidName, Naming, version_xy
 from gfxpack.verify.resolution import Hop, Resolution
 from gfxpack.verify.universe import Universe
@@ -60,28 +58,36 @@ def arch_of(name: str) -> str | None:
 
 
 class ArchIndex:
-    """The repository's arch-suffixed packages, by the name they suffix."""
+    """Arch-ness of every package, read once: its arch suffix by solvable id, and the
+    repository's arch-suffixed packages by the name they suffix."""
 
     def __init__(self, universe: Universe) -> None:
-        self.suffixed: dict[str, list[solv.XSolvable]] = defaultdict(list)
-        self.by_name: dict[str, list[solv.XSolvable]] = defaultdict(list)
+        self.universe = universe
+        self.arch: dict[int, str] = {}
+        self.suffixed: dict[str, list[int]] = defaultdict(list)
+        self.by_name: dict[str, list[int]] = defaultdict(list)
         for solvable in universe.packages():
-            self.by_name[solvable.name].append(solvable)
+            self.by_name[solvable.name].append(solvable.id)
             match = _ARCH_SUFFIX.match(solvable.name)
             if match:
-                self.suffixed[match["meta"]].append(solvable)
+                self.arch[solvable.id] = match["arch"]
+                self.suffixed[match["meta"]].append(solvable.id)
 
-    def devices(self, meta: solv.XSolvable) -> list[solv.XSolvable]:
-        return [s for s in self.suffixed.get(meta.name, ()) if s.evr == meta.evr]
+    def devices(self, meta: int) -> list[int]:
+        name, evr = self.universe.name_evr(meta)
+        return [s for s in self.suffixed.get(name, ()) if self.universe.name_evr(s)[1] == evr]
 
-    def host(self, meta: solv.XSolvable) -> solv.XSolvable | None:
-        xy = _xy(meta.evr)
-        if xy is None or not meta.name.endswith(xy):
+    def host(self, meta: int) -> int | None:
+        name, evr = self.universe.name_evr(meta)
+        xy = _xy(evr)
+        if xy is None or not name.endswith(xy):
             return None
-        stem = meta.name[: -len(xy)]
+        stem = name[: -len(xy)]
         asan = stem.endswith(_ASAN)
-        name = Naming(xy, asan).host(stem.removesuffix(_ASAN) if asan else stem, "rpm")
-        return next((s for s in self.by_name.get(name, ()) if s.evr == meta.evr), None)
+        host = Naming(xy, asan).host(stem.removesuffix(_ASAN) if asan else stem, "rpm")
+        return next(
+            (s for s in self.by_name.get(host, ()) if self.universe.name_evr(s)[1] == evr), None
+        )
 
 
 def _xy(evr: str) -> str | None:
@@ -113,22 +119,29 @@ def _cross_arch(
     """None when no start is arch-specific."""
     violations = None
     for start in resolution.starts:
-        arch = arch_of(start.name)
+        arch = index.arch.get(start)
         if arch is None:
             continue
         violations = [] if violations is None else violations
-        for solvable_id, path in resolution.paths_from(universe, start).items():
-            other = arch_of(resolution.world[solvable_id].name)
-            if other is not None and other != arch:
-                violations.append(
-                    Violation(
-                        "cross-arch",
-                        install,
-                        f"{start.name} is for {arch} but pulls in "
-                        f"{resolution.world[solvable_id].name} of {other}",
-                        path,
-                    )
+        # Breadth-first order: the nearest offender first, its path the shortest.
+        foreign = [
+            r for r in resolution.reached(universe, start) if index.arch.get(r, arch) != arch
+        ]
+        if foreign:
+            names = [universe.name_evr(r)[0] for r in foreign]
+            archs = sorted({index.arch[r] for r in foreign})
+            listed = ", ".join(names[:3]) + (
+                f" and {len(names) - 3} more" if len(names) > 3 else ""
+            )
+            violations.append(
+                Violation(
+                    "cross-arch",
+                    install,
+                    f"{universe.name_evr(start)[0]} is for {arch} but pulls in "
+                    f"{len(names)} package(s) of {', '.join(archs)}: {listed}",
+                    resolution.path(universe, start, foreign[0]),
                 )
+            )
     return violations
 
 
@@ -137,54 +150,51 @@ def _arch_set(
 ) -> list[Violation] | None:
     """None when no start is (or pulls in) a gfxarch meta."""
     violations = None
-    on_system = {(s.name, s.evr) for s in resolution.world.values()}
     for start in resolution.starts:
-        if arch_of(start.name) is not None:
+        if start in index.arch:
             continue
-        paths = resolution.paths_from(universe, start)
+        name, evr = universe.name_evr(start)
         # The start itself, or the versioned meta a non-versioned name pulls in.
-        xy = _xy(start.evr) or ""
-        metas = [
-            s
-            for s in resolution.world.values()
-            if s.id in paths and s.name in (start.name, start.name + xy)
-        ]
+        versioned = name + (_xy(evr) or "")
+        metas = [start, *(s for s in index.by_name.get(versioned, ()) if s in resolution.world)]
         for meta in metas:
             devices = index.devices(meta)
             if not devices:
                 continue  # not a gfxarch meta
             violations = [] if violations is None else violations
+            on_system = {universe.name_evr(s) for s in resolution.world}
             expected = [*devices, *filter(None, [index.host(meta)])]
             missing = sorted(
-                f"{s.name} ({s.evr})" for s in expected if (s.name, s.evr) not in on_system
+                universe.nevr(s) for s in expected if universe.name_evr(s) not in on_system
             )
             if missing:
                 violations.append(
                     Violation(
                         "arch-set",
                         install,
-                        f"installing {start.name} does not pull in {', '.join(missing)}",
-                        paths[meta.id],
+                        f"installing {name} does not pull in {', '.join(missing)}",
+                        resolution.path(universe, start, meta),
                     )
                 )
     return violations
 
 
 def _file_conflicts(universe: Universe, resolution: Resolution, install: str) -> list[Violation]:
-    owners: dict[str, list[solv.XSolvable]] = defaultdict(list)
-    for solvable in resolution.world.values():
-        for path in universe.files(solvable):
+    files = universe.files
+    owners: dict[str, list[int]] = defaultdict(list)
+    for solvable in resolution.world:
+        for path in files.get(solvable, ()):
             owners[path].append(solvable)
     shared: dict[tuple[int, ...], list[str]] = defaultdict(list)
     for path, packages in owners.items():
         if len(packages) > 1:
-            shared[tuple(sorted(p.id for p in packages))].append(path)
+            shared[tuple(packages)].append(path)
     violations = []
-    for ids, paths in sorted(shared.items()):
-        packages = sorted((resolution.world[i] for i in ids), key=lambda p: (p.name, p.evr))
+    for ids, paths in shared.items():
+        packages = sorted(ids, key=universe.name_evr)
         paths.sort()
         example = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-        owners_text = " and ".join(f"{p.name} ({p.evr})" for p in packages)
+        owners_text = " and ".join(universe.nevr(p) for p in packages)
         verb = "both install" if len(packages) == 2 else "all install"
         violations.append(
             Violation(
@@ -194,12 +204,12 @@ def _file_conflicts(universe: Universe, resolution: Resolution, install: str) ->
                 _path_to(universe, resolution, packages[-1]),
             )
         )
-    return violations
+    return sorted(violations, key=lambda v: v.message)
 
 
-def _path_to(universe: Universe, resolution: Resolution, target: solv.XSolvable) -> tuple[Hop, ...]:
+def _path_to(universe: Universe, resolution: Resolution, target: int) -> tuple[Hop, ...]:
     for start in resolution.starts:
-        path = resolution.paths_from(universe, start).get(target.id)
+        path = resolution.path(universe, start, target)
         if path:
             return path
     return ()

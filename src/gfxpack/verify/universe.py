@@ -75,11 +75,36 @@ class Universe:
     # dependency id -> the relation as the format writes it (DEB; libsolv prints RPM syntax)
     dep_text: dict[int, str] = field(default_factory=dict)
 
+    # solvable id -> ((dependency id, provider ids), ...) of its requirements; the
+    # pool never changes once loaded, so each is asked of libsolv once.
+    _requirements: dict[int, tuple[tuple[int, tuple[int, ...]], ...]] = field(default_factory=dict)
+    _names: dict[int, tuple[str, str]] = field(default_factory=dict)
+
+    def requirements(self, solvable_id: int) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        found = self._requirements.get(solvable_id)
+        if found is None:
+            pool = self.pool
+            found = self._requirements[solvable_id] = tuple(
+                (dep.id, tuple(p.id for p in pool.whatprovides(dep.id)))
+                for dep in pool.id2solvable(solvable_id).lookup_deparray(solv.SOLVABLE_REQUIRES)
+            )
+        return found
+
+    def name_evr(self, solvable_id: int) -> tuple[str, str]:
+        found = self._names.get(solvable_id)
+        if found is None:
+            solvable = self.pool.id2solvable(solvable_id)
+            found = self._names[solvable_id] = (solvable.name, solvable.evr)
+        return found
+
+    def nevr(self, solvable_id: int) -> str:
+        return "{} ({})".format(*self.name_evr(solvable_id))
+
     def show_arch(self, arch: str) -> str:
         return _FROM_SOLV_ARCH.get(arch, arch) if self.fmt == "deb" else arch
 
-    def show_dep(self, dep: solv.Dep) -> str:
-        return self.dep_text.get(dep.id) or str(dep)
+    def show_dep(self, dep: int) -> str:
+        return self.dep_text.get(dep) or self.pool.dep2str(dep)
 
     def packages(self) -> list[solv.XSolvable]:
         return list(self.repo.solvables_iter())
@@ -89,14 +114,20 @@ class Universe:
             return self._locations[solvable.id]
         return solvable.lookup_location()[0]
 
-    def files(self, solvable: solv.XSolvable) -> frozenset[str]:
-        """Paths the package installs (directories excepted; RPM lets packages share them)."""
-        if solvable.repo != self.repo:
-            return frozenset()
-        if self.fmt == "deb":
-            # Contents lists paths by package name: a name's versions share one set.
-            return self._deb_files.get(solvable.name, frozenset())
-        return self._rpm_files.get((solvable.name, solvable.evr, solvable.arch), frozenset())
+    @cached_property
+    def files(self) -> dict[int, frozenset[str]]:
+        """Solvable id -> the paths it installs, for packages with any (directories
+        excepted: RPM lets packages share them)."""
+        files = {}
+        for solvable in self.repo.solvables_iter():
+            if self.fmt == "deb":
+                # Contents lists paths by package name: a name's versions share one set.
+                paths = self._deb_files.get(solvable.name)
+            else:
+                paths = self._rpm_files.get((solvable.name, solvable.evr, solvable.arch))
+            if paths:
+                files[solvable.id] = paths
+        return files
 
     @cached_property
     def _deb_files(self) -> dict[str, frozenset[str]]:
@@ -186,6 +217,15 @@ class _DepIds:
         self.pool = pool
         self.memo: dict[Relation, int] = {}
         self.texts = texts
+        self.fields: dict[str, tuple[int, ...]] = {}
+
+    def of_field(self, text: str) -> tuple[int, ...]:
+        """Ids of a whole Debian relation field, memoised by its text: big repositories
+        repeat fields verbatim (every device of a package has the same Depends)."""
+        ids = self.fields.get(text)
+        if ids is None:
+            ids = self.fields[text] = tuple(self.of(r) for r in split_relations(text, "deb"))
+        return ids
 
     def of(self, relation: Relation) -> int:
         dep = self.memo.get(relation)
@@ -301,12 +341,15 @@ def _add_deb(universe: Universe, stanza: dict[str, str], deps: _DepIds, index: P
     )
     for fields, add in adders:
         for field_name in fields:
+            text = stanza.get(field_name)
+            if not text:
+                continue
             try:
-                relations = split_relations(stanza.get(field_name, ""), "deb")
+                ids = deps.of_field(text)
             except InvalidRelation as e:
                 raise VerifyError(f"{index}: package {name}: {field_name}: {e}") from None
-            for relation in relations:
-                add(deps.of(relation))
+            for dep in ids:
+                add(dep)
 
 
 # --- rpm-md -------------------------------------------------------------------------------
