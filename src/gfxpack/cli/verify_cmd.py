@@ -32,7 +32,8 @@ SHOWN = 20
     "names",
     multiple=True,
     help="Packages to install together (repeatable, or comma-separated), as apt-get "
-    "install would: the newest version of each.",
+    "install would: the newest version of each. Without it only the repository-wide "
+    "checks run.",
 )
 @click.option(
     "--format",
