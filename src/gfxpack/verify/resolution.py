@@ -126,9 +126,12 @@ def resolve(
         jobs = [pool.Job(solv.Job.SOLVER_INSTALL | solv.Job.SOLVER_SOLVABLE, solvable.id)]
     else:
         requested = list(names or [])
-        jobs = []
-        for name in requested:
-            jobs += select(universe, name).jobs(solv.Job.SOLVER_INSTALL | solv.Job.SOLVER_FORCEBEST)
+        selections = [select(universe, name) for name in requested]
+        jobs = [
+            job
+            for selection in selections
+            for job in selection.jobs(solv.Job.SOLVER_INSTALL | solv.Job.SOLVER_FORCEBEST)
+        ]
     solver = pool.Solver()
     # As dnf and apt do: a system list has no vendors, so the repository's must not block.
     solver.set_flag(solv.Solver.SOLVER_FLAG_ALLOW_VENDORCHANGE, 1)
@@ -146,8 +149,8 @@ def resolve(
     if solvable is not None:
         resolution.starts = [solvable.id]
     else:
-        for name in requested:
-            chosen = [s.id for s in select(universe, name).solvables() if s.id in resolution.world]
+        for selection in selections:
+            chosen = [s.id for s in selection.solvables() if s.id in resolution.world]
             resolution.starts.append(chosen[0])
     return resolution
 

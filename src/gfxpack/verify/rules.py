@@ -150,6 +150,7 @@ def _arch_set(
 ) -> list[Violation] | None:
     """None when no start is (or pulls in) a gfxarch meta."""
     violations = None
+    on_system = None  # (name, evr) of the resolved system, once a meta needs it
     for start in resolution.starts:
         if start in index.arch:
             continue
@@ -162,7 +163,8 @@ def _arch_set(
             if not devices:
                 continue  # not a gfxarch meta
             violations = [] if violations is None else violations
-            on_system = {universe.name_evr(s) for s in resolution.world}
+            if on_system is None:
+                on_system = {universe.name_evr(s) for s in resolution.world}
             expected = [*devices, *filter(None, [index.host(meta)])]
             missing = sorted(
                 universe.nevr(s) for s in expected if universe.name_evr(s) not in on_system

@@ -260,14 +260,18 @@ def _release_digests(release: Path) -> dict[str, tuple[str, int]]:
     return digests
 
 
-def _checked(path: Path, name: str, digests: dict[str, tuple[str, int]], index: Path) -> bytes:
-    data = path.read_bytes()
-    expected = digests.get(name)
-    if expected is None:
-        raise VerifyError(f"{path}: not listed in {index}")
-    if (hashlib.sha256(data).hexdigest(), len(data)) != expected:
+def _verified(
+    path: Path, index: Path, algorithm: str, digest: str, term: str, size: int | None = None
+) -> bytes:
+    """The bytes of ``path``, which ``index`` (Release or repomd.xml) lists with ``digest``
+    (and ``size``); ``term`` is what that index calls its digests."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise VerifyError(f"{path}: {e.strerror} ({index} lists it)") from None
+    if hashlib.new(algorithm, data).hexdigest() != digest or size not in (None, len(data)):
         raise VerifyError(
-            f"{path}: does not match the digest {index} lists "
+            f"{path}: does not match the {term} {index} lists "
             "(a half-updated repository? publish it again)"
         )
     return data
@@ -295,16 +299,13 @@ def _load_apt(universe: Universe, suite: str | None, deps: _DepIds) -> str:
     seen: set[str] = set()
     for name in sorted({n.rsplit("/", 1)[0] for n in digests if "/binary-" in n}):
         # Each binary-<arch> lists the arch-all packages again: read those once.
-        path = dists / suite / f"{name}/Packages"
         for suffix, decompress in (("", bytes), (".xz", lzma.decompress), (".gz", gzip.decompress)):
-            if (
-                f"{name}/Packages{suffix}" in digests
-                and path.with_name(f"Packages{suffix}").exists()
-            ):
-                packages = path.with_name(f"Packages{suffix}")
-                text = decompress(
-                    _checked(packages, f"{name}/Packages{suffix}", digests, release)
-                ).decode("utf-8")
+            listed = f"{name}/Packages{suffix}"
+            packages = dists / suite / listed
+            if listed in digests and packages.exists():
+                sha256, size = digests[listed]
+                data = _verified(packages, release, "sha256", sha256, "digest", size)
+                text = decompress(data).decode("utf-8")
                 break
         else:
             raise VerifyError(f"{dists / suite / name}: no Packages index that {release} lists")
@@ -371,15 +372,7 @@ def _load_rpmmd(universe: Universe) -> None:
         if record is None:
             continue
         path = universe.root / record.location_href
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise VerifyError(f"{path}: {e.strerror} ({repomd_path} lists it)") from None
-        if hashlib.new(record.checksum_type, data).hexdigest() != record.checksum:
-            raise VerifyError(
-                f"{path}: does not match the checksum {repomd_path} lists "
-                "(a half-updated repository? publish it again)"
-            )
+        _verified(path, repomd_path, record.checksum_type, record.checksum, "checksum")
         paths[kind] = path
     stream = solv.xfopen(str(paths["primary"]))
     try:
