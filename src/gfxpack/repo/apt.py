@@ -14,6 +14,7 @@ are written under temporary names and renamed; ``Release`` goes last.
 
 from __future__ import annotations
 
+import filecmp
 import gzip
 import hashlib
 import json
@@ -57,7 +58,8 @@ def new_files(files: list[Path], pool: Path) -> list[Path]:
         target = pool / source.name
         if not target.exists():
             new.append(source)
-        elif _digests(target)[2] != _digests(source)[2]:
+        # The pool holds hard links of earlier builds: the same inode needs no reading.
+        elif not (target.samefile(source) or filecmp.cmp(target, source, shallow=False)):
             raise RepoError(
                 f"{target} is already published with different contents; "
                 "a published version never changes (raise --release)"
@@ -85,9 +87,9 @@ def _write(path: Path, data: bytes) -> None:
     os.replace(partial, path)
 
 
-def _entries(out: Path, files: dict[str, Path]) -> list[dict]:
+def _entries(out: Path, files: dict[str, Path]) -> tuple[list[dict], dict[str, dict]]:
     """Stanza and paths of every package (file name -> where to read it now), from the
-    cache when unchanged."""
+    cache when unchanged; and the cache to write back."""
     cache_path = out / CACHE
     try:
         cache = json.loads(cache_path.read_text())
