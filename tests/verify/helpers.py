@@ -16,6 +16,8 @@ from gfxpack.formats import PackageInfo, writer
 from gfxpack.formats.payload import Entry, with_parents
 from gfxpack.relations import parse_deb, render_rpm
 from gfxpack.repo import publish
+from gfxpack.verify.system import read_system
+from gfxpack.verify.universe import load
 
 FORMATS = ("deb", "rpm")
 
@@ -88,6 +90,17 @@ def gfxarch_set(archs=("gfx942", "gfx950")) -> dict[str, dict]:
             "files": (f"/opt/rocm/core-8.2/.kpack/blas_lib_{arch}.kpack",),
         }
     return packages
+
+
+def rpm_files(repo: Path, steps) -> list[Path]:
+    """The .rpm files in ``repo`` of the packages a transaction's ``steps`` bring in."""
+    universe = load(repo, "rpm", read_system(None, "rpm"))
+    wanted = {(step.name, step.version) for step in steps}
+    return [
+        repo / "rpm" / universe.location(s)
+        for s in universe.packages()
+        if (s.name, s.evr) in wanted
+    ]
 
 
 # --- apt-get against a repository served on 127.0.0.1 -----------------------------------

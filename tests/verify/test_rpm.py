@@ -7,25 +7,18 @@ import subprocess
 import pytest
 
 from gfxpack.verify import verify
-from gfxpack.verify.system import read_system
-from gfxpack.verify.universe import load
 from gfxpack.views import reachable
 from tests.conftest import run
+from tests.verify.helpers import rpm_files
 
 pytestmark = pytest.mark.slow
 
 
 def resolved_files(repo, names):
     """The .rpm files of the libsolv transaction for ``names``."""
-    universe = load(repo, "rpm", read_system(None, "rpm"))
     (report,) = verify(repo, names, "rpm")
     assert report.ok, report.violations
-    wanted = {(s.name, s.version) for s in report.resolution.steps}
-    return [
-        repo / "rpm" / universe.location(s)
-        for s in universe.packages()
-        if (s.name, s.evr) in wanted
-    ]
+    return rpm_files(repo, report.resolution.steps)
 
 
 def test_rpm_installs_what_libsolv_resolved(example_repo, example_release, tmp_path):

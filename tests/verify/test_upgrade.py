@@ -10,11 +10,10 @@ import pytest
 
 from gfxpack.repo import publish
 from gfxpack.verify import verify
-from gfxpack.verify.system import bundled, read_system
-from gfxpack.verify.universe import load
+from gfxpack.verify.system import bundled
 from gfxpack.views import reachable
 from tests.conftest import build_example, dpkg_root, run
-from tests.verify.helpers import Apt, serve
+from tests.verify.helpers import Apt, rpm_files, serve
 
 pytestmark = pytest.mark.slow
 EPOCH = 1_700_000_000
@@ -192,13 +191,7 @@ def test_libsolv_and_rpm_upgrade_8_2_0_in_place(releases, tmp_path):
     assert {(s.action, s.name, s.old_version, s.version) for s in report.resolution.steps} == {
         ("upgrade", name, "8.2.0-1", "8.2.1-1") for name in members
     }
-    universe = load(repo, "rpm", read_system(system, "rpm"))
-    wanted = {(s.name, s.version) for s in report.resolution.steps}
-    files = [
-        repo / "rpm" / universe.location(s)
-        for s in universe.packages()
-        if (s.name, s.evr) in wanted
-    ]
+    files = rpm_files(repo, report.resolution.steps)
     rpm(root, "-U", *files)
     listing = run("rpm", "--root", str(root), "-qa", "--qf", "%{NAME} %{VERSION}-%{RELEASE}\\n")
     assert dict(line.split() for line in listing.stdout.splitlines()) == dict.fromkeys(
