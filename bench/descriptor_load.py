@@ -17,10 +17,10 @@ import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from gfxpack.descriptors import EngineNames, load_validated
+from timing import best_of
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -76,15 +76,6 @@ def floor(root: Path) -> int:
     return parsed
 
 
-def best(repeat: int, run) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return min(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000")
@@ -100,13 +91,13 @@ def main() -> None:
             root = Path(tmp)
             files = make_tree(root, size // 10)
             floor(root)  # warm the page cache
-            t_floor = best(args.repeat, lambda root=root: floor(root))
+            t_floor = best_of(args.repeat, lambda root=root: floor(root))
             loaded = []
 
             def load(root=root, loaded=loaded):
                 loaded.append(load_validated([root], names=EngineNames()))
 
-            t_load = best(args.repeat, load)
+            t_load = best_of(args.repeat, load)
             engines = len(loaded[-1].sets)
             ratio = t_load / t_floor
             print(

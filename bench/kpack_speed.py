@@ -30,6 +30,7 @@ import msgpack
 import zstandard
 
 from gfxpack.kpack import KpackReader, KpackWriter
+from timing import best_of
 
 KiB, MiB = 1024, 1024 * 1024
 
@@ -51,15 +52,6 @@ def code_objects(count: int, seed: int = 7) -> list[bytes]:
         start = rng.randrange(0, len(pool) - size)
         objects.append(b"\x7fELF\x02\x01\x01@" + bytes(pool[start : start + size - 8]))
     return objects
-
-
-def best_of(repeat: int, run) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def throughput(objects: list[bytes], level: int, repeat: int, workdir: Path) -> None:

@@ -42,17 +42,9 @@ from tests.conftest import build_example, generate_example  # noqa: E402
 from tests.verify.helpers import Apt  # noqa: E402
 
 from plan_scale import TARGETS, synthetic_release  # noqa: E402
+from timing import best_of  # noqa: E402
 
 EPOCH = 1_700_000_000
-
-
-def best(repeat: int, run) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def example_repo(work: Path) -> Path:
@@ -148,10 +140,10 @@ def compare(label: str, repo: Path, target: str, repeat: int, work: Path) -> dic
     assert {s.name for s in resolution.steps} == set(planned), "apt and libsolv disagree"
     packages = len(load(repo, "deb", system).packages())
     timings = {
-        "apt": best(repeat, lambda: apt.simulate(target)),
-        "resolve": best(repeat, gfxpack_resolve),
-        "verify": best(max(1, repeat // 2), lambda: check_all(repo, target)),
-        "rpm_resolve": best(
+        "apt": best_of(repeat, lambda: apt.simulate(target)),
+        "resolve": best_of(repeat, gfxpack_resolve),
+        "verify": best_of(max(1, repeat // 2), lambda: check_all(repo, target)),
+        "rpm_resolve": best_of(
             repeat, lambda: resolve(load(repo, "rpm", read_system(None, "rpm")), [target])
         ),
     }
@@ -164,6 +156,11 @@ def main() -> None:
     parser.add_argument("--bases", type=int, default=620)
     parser.add_argument("--targets", type=int, default=16)
     args = parser.parse_args()
+    if "gfx942" not in TARGETS[: args.targets]:
+        parser.error(
+            f"--targets {args.targets}: the request needs gfx942, target "
+            f"{TARGETS.index('gfx942') + 1} of plan_scale's list"
+        )
     rows = []
     with tempfile.TemporaryDirectory(prefix="gfxpack-verify-bench-") as tmp:
         work = Path(tmp)
