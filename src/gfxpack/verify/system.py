@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from gfxpack.errors import GfxpackError
-from gfxpack.relations import InvalidRelation, Relation, parse_deb, parse_rpm
+from gfxpack.relations import InvalidRelation, Relation, parse_field
 from gfxpack.repo.debfile import parse_stanzas
 
 
@@ -35,17 +35,6 @@ class SystemPackage:
 def bundled(fmt: str) -> str:
     """The text of the bundled system list for ``fmt``."""
     return resources.files("gfxpack.verify").joinpath(f"system-{fmt}.txt").read_text("utf-8")
-
-
-def split_relations(text: str, fmt: str) -> tuple[Relation, ...]:
-    """A comma-separated relation field in ``fmt`` syntax (RPM rich deps keep their commas
-    only inside parentheses, which never happens in practice, so a plain split is enough).
-
-    >>> [r.names() for r in split_relations("libc6 (>= 2.34), libstdc++6 | libstdc++8", "deb")]
-    [('libc6',), ('libstdc++6', 'libstdc++8')]
-    """
-    parse = parse_deb if fmt == "deb" else parse_rpm
-    return tuple(parse(item.strip()) for item in text.replace("\n", " ").split(",") if item.strip())
 
 
 def read_system(path: Path | None, fmt: str) -> tuple[str, list[SystemPackage]]:
@@ -72,7 +61,7 @@ def read_system(path: Path | None, fmt: str) -> tuple[str, list[SystemPackage]]:
         relations = {}
         for field in ("Provides", "Depends", "Pre-Depends"):
             try:
-                relations[field] = split_relations(stanza.get(field, ""), fmt)
+                relations[field] = parse_field(stanza.get(field, ""), fmt)
             except InvalidRelation as e:
                 raise VerifyError(f"{label}: package {name}: {field}: {e}") from None
         arch = stanza.get("Architecture", "all")

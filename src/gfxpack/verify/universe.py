@@ -28,9 +28,9 @@ from pathlib import Path
 
 import solv
 
-from gfxpack.relations import InvalidRelation, Relation, render_deb
+from gfxpack.relations import InvalidRelation, Relation, parse_field, render_deb
 from gfxpack.repo.debfile import parse_stanzas
-from gfxpack.verify.system import SystemPackage, VerifyError, split_relations
+from gfxpack.verify.system import SystemPackage, VerifyError
 
 FORMATS = ("deb", "rpm")
 # Debian architecture names as libsolv's (RPM) architecture policy knows them.
@@ -224,7 +224,7 @@ class _DepIds:
         repeat fields verbatim (every device of a package has the same Depends)."""
         ids = self.fields.get(text)
         if ids is None:
-            ids = self.fields[text] = tuple(self.of(r) for r in split_relations(text, "deb"))
+            ids = self.fields[text] = tuple(self.of(r) for r in parse_field(text, "deb"))
         return ids
 
     def of(self, relation: Relation) -> int:
