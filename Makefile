@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 DEB_TOOLS := dot:graphviz rpm:rpm rpmkeys:rpm rpm2cpio:rpm2cpio cpio:cpio lintian:lintian \
 	gpg:gpg gpgv:gpgv apt-get:apt
 
-.PHONY: demo test lint bench system-tools clean
+.PHONY: demo test lint bench fuzz system-tools clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -51,6 +51,10 @@ lint: $(STAMP)
 
 test: $(STAMP) system-tools lint
 	$(VENV)/bin/pytest
+
+# The fuzz harnesses of tests/fuzz, run long (make test runs them briefly).
+fuzz: $(STAMP) system-tools
+	GFXPACK_FUZZ=long $(VENV)/bin/pytest tests/fuzz -q
 
 bench: $(STAMP)
 	$(MAKE) system-tools DEB_TOOLS="$(DEB_TOOLS) dpkg-buildpackage:dpkg-dev dh:debhelper zstd:zstd"
