@@ -106,7 +106,8 @@ def library_name(subdir: str) -> str:
 
 
 def prefix_of(artifact: str, subdir: str) -> str:
-    return f"{CATEGORY.get(artifact, artifact)}/{subdir}/stage"
+    # Never the artifact name itself: a subdir named like it would select every line.
+    return f"{CATEGORY.get(artifact, 'projects')}/{subdir}/stage"
 
 
 def write_generic(
@@ -187,16 +188,23 @@ def generate(out: Path, config_path: Path, targets: list[str], scale: float, see
     payload = Payload(seed)
     config = load_config(config_path)
     directories: dict[str, list[tuple[str, str]]] = {}  # directory -> [(prefix, subdir)]
+    owners: dict[str, str] = {}  # library name -> the artifact that stages it
     for spec in config.packages:
         if spec.disabled or spec.metapackage:
             continue
         for source in spec.artifactory:
             for subdir in source.subdirs:
                 prefix = prefix_of(source.artifact, subdir.name)
+                # Two artifacts listing one subdir (TheRock's rocprofiler-sdk and aqlprofile
+                # both list aqlprofile) would stage the same file names: qualify the later.
+                owner = owners.setdefault(library_name(subdir.name), source.artifact)
+                label = (
+                    subdir.name if owner == source.artifact else f"{source.artifact}-{subdir.name}"
+                )
                 for component in subdir.components:
                     directory = f"{source.artifact}_{component}_generic"
-                    directories.setdefault(directory, []).append((prefix, subdir.name))
-                    write_generic(out / directory, prefix, component, subdir.name, payload, scale)
+                    directories.setdefault(directory, []).append((prefix, label))
+                    write_generic(out / directory, prefix, component, label, payload, scale)
                     if not (spec.gfxarch and source.gfxarch and component == "lib"):
                         continue
                     arches = [t for t in targets if (spec.name, t) not in NO_BUILD]
@@ -204,7 +212,7 @@ def generate(out: Path, config_path: Path, targets: list[str], scale: float, see
                         arches.append(XNACK[1])
                     for arch in arches:
                         name = f"{source.artifact}_{component}_{arch}"
-                        directories.setdefault(name, []).append((prefix, subdir.name))
+                        directories.setdefault(name, []).append((prefix, label))
     for directory, members in directories.items():
         if not directory.endswith("_generic"):
             prefixes = [p for p, _ in members]

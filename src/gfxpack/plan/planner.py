@@ -8,6 +8,7 @@ every problem.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -278,7 +279,13 @@ class _Planner:
         self.causes.extend(checks.check_plan(result))
         if self.causes:
             raise PlanError(self.causes)
-        return result
+        for cycle in checks.cycles(result):
+            self.note(
+                Severity.WARNING,
+                f"{cycle}: dpkg and rpm install the packages of a cycle together",
+                cycle.packages,
+            )
+        return dataclasses.replace(result, notes=tuple(self.notes.values()))
 
     # One method per package type of seed 000; each yields the family in build order.
 
