@@ -254,6 +254,7 @@ def test_source_date_epoch_must_be_a_number(example_artifacts, tmp_path):
     )
     assert result.exit_code == 1
     assert result.stderr == (
-        "error: SOURCE_DATE_EPOCH='yesterday': expected seconds since 1970, e.g. 1704067200\n"
+        "error: SOURCE_DATE_EPOCH='yesterday': expected seconds since 1970 "
+        "(0 to 4294967295), e.g. 1704067200\n"
     )
     assert os.listdir(tmp_path) == []

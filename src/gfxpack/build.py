@@ -22,6 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gfxpack import epoch
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import FORMATS, PackageInfo, writer
 from gfxpack.formats.compress import Compression
@@ -39,14 +40,8 @@ class BuildError(GfxpackError):
 
 
 def source_date_epoch(environ: Mapping[str, str]) -> int:
-    value = environ.get("SOURCE_DATE_EPOCH")
-    if value is None:
-        return DEFAULT_EPOCH
-    if not value.isdigit():
-        raise BuildError(
-            f"SOURCE_DATE_EPOCH={value!r}: expected seconds since 1970, e.g. 1704067200"
-        )
-    return int(value)
+    """The build's timestamp: SOURCE_DATE_EPOCH, else 2024-01-01 (reproducible by default)."""
+    return epoch.source_date_epoch(environ, DEFAULT_EPOCH)
 
 
 @dataclass(frozen=True, slots=True)

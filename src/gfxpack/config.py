@@ -13,6 +13,7 @@ warnings, returned with the config for the caller to print.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -189,6 +190,24 @@ _KNOWN_KEYS = (
     {"Package", "Artifactory"} | set(_STRING_FIELDS) | set(_RELATION_KEYS) | set(_LEGACY_KEYS)
 )
 _KNOWN_BY_LOWER = {key.lower(): key for key in _KNOWN_KEYS}
+# The spellings package.json uses for the flags, offered as suggestions.
+_FLAG_SPELLINGS = (
+    "Gfxarch",
+    "Metapackage",
+    "DisablePackaging",
+    "Postinstall",
+    "Disable_DWZ",
+    "Disable_DEB_STRIP",
+    "Disable_RPM_STRIP",
+    "Disable_Debug_Package",
+)
+
+
+def _suggestion(key: str) -> str:
+    """`` (did you mean 'DEBDepends'?)`` when a known key is close to ``key``, else ""."""
+    known = {k.lower(): k for k in (*_KNOWN_KEYS, *_FLAG_SPELLINGS)}
+    close = difflib.get_close_matches(key.lower(), known, n=1, cutoff=0.75)
+    return f" (did you mean {known[close[0]]!r}?)" if close else ""
 
 
 def load_config(path: str | Path) -> Config:
@@ -303,6 +322,7 @@ class _Validator:
         values: dict[str, Any] = {"name": name, "index": index}
         relations: dict[str, dict[str, tuple[Relation, ...]]] = {"deb": {}, "rpm": {}}
         flag_keys: dict[str, str] = {}
+        legacy: list[str] = []
         for key, value in entry.items():
             here = _pointer(index, key)
             if key == "Package":
@@ -332,7 +352,7 @@ class _Validator:
             elif key == "Artifactory":
                 values["artifactory"] = self.artifactory(here, value, name)
             elif key in _LEGACY_KEYS:
-                self.warn(here, name, f"legacy key {key!r} is ignored; list content in Artifactory")
+                legacy.append(here)
             elif key in _DOCUMENTED_BUT_IGNORED:
                 self.warn(here, name, f"key {key!r} is ignored ({_DOCUMENTED_BUT_IGNORED[key]})")
             elif key.lower() in _KNOWN_BY_LOWER:
@@ -343,7 +363,12 @@ class _Validator:
                     f"{_KNOWN_BY_LOWER[key.lower()]!r}? non-flag keys are case-sensitive)",
                 )
             else:
-                self.warn(here, name, f"unknown key {key!r} ignored")
+                self.warn(here, name, f"unknown key {key!r} ignored{_suggestion(key)}")
+        if not values.get("disabled"):
+            # A disabled entry's content is never read: its legacy shape is harmless there.
+            for here in legacy:
+                key = here.rsplit("/", 1)[1]
+                self.warn(here, name, f"legacy key {key!r} is ignored; list content in Artifactory")
 
         maintainer = values.get("maintainer", "")
         if maintainer and not MAINTAINER.match(maintainer):

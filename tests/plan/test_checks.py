@@ -152,7 +152,9 @@ def test_cycle_check_on_a_long_chain_is_iterative(seed_plan):
 
 
 def test_cycles_are_reported_once_across_formats():
-    assert len(cycle_warnings(pkg("amdrocm-a", ["amdrocm-b"]), pkg("amdrocm-b", ["amdrocm-a"]))) == 1
+    assert (
+        len(cycle_warnings(pkg("amdrocm-a", ["amdrocm-b"]), pkg("amdrocm-b", ["amdrocm-a"]))) == 1
+    )
 
 
 def test_cycles_function_finds_none_in_seed(seed_plan):

@@ -22,6 +22,7 @@ from gfxpack.cli.common import (
     release_options,
     reports_errors,
     split_list,
+    strict_option,
 )
 from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
@@ -74,6 +75,7 @@ from gfxpack.plan import Kind, Mode, plan
     help="auto: kpack when a therock_manifest.json sets KPACK_SPLIT_ARTIFACTS, else single-arch.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No notes and no progress, only the summary.")
+@strict_option
 @reports_errors
 def build_command(
     config_path,
@@ -91,6 +93,7 @@ def build_command(
     jobs,
     mode,
     quiet,
+    strict,
 ):
     """Build every package of the release as .deb and .rpm files.
 
@@ -122,8 +125,7 @@ def build_command(
         options,
         artifacts=tree.index,
     )
-    if not quiet:
-        print_notes([*tree.warnings, *config.warnings], release_plan)
+    print_notes([*tree.warnings, *config.warnings], release_plan, strict=strict, quiet=quiet)
     routed = artifacts_module.route(release_plan, tree, build_options.epoch)
     # SIGTERM stops a build the way Ctrl-C does: jobs killed, partial files removed.
     signal.signal(signal.SIGTERM, _interrupt)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import click
 
@@ -102,10 +103,44 @@ def plan_options(
     )
 
 
-def print_notes(warnings, release_plan: ReleasePlan, verbose: bool = False) -> None:
-    """Config warnings and plan notes on stderr (informational ones only if verbose)."""
-    for warning in warnings:
-        click.echo(f"warning: {warning}", err=True)
-    for note in release_plan.notes:
-        if note.severity is Severity.WARNING or verbose:
-            click.echo(f"{note.severity}: {note.message}", err=True)
+class StrictFailure(GfxpackError):
+    """--strict and at least one warning: each warning is reported as an error."""
+
+    def __init__(self, warnings: Sequence[str]) -> None:
+        count = f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}"
+        super().__init__("\n".join([*warnings, f"{count}, and --strict makes warnings errors"]))
+
+
+def strict_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--strict``: every warning the command would print is an error (exit 1)."""
+    return click.option(
+        "--strict",
+        is_flag=True,
+        help="Treat every warning as an error: report them all and exit 1.",
+    )(command)
+
+
+def report_warnings(warnings: Sequence[str], strict: bool, quiet: bool = False) -> None:
+    """Warnings on stderr (none with ``quiet``); with ``strict`` they stop the command."""
+    if strict and warnings:
+        raise StrictFailure(warnings)
+    if not quiet:
+        for warning in warnings:
+            click.echo(f"warning: {warning}", err=True)
+
+
+def print_notes(
+    warnings: Sequence[str],
+    release_plan: ReleasePlan,
+    verbose: bool = False,
+    strict: bool = False,
+    quiet: bool = False,
+) -> None:
+    """Config warnings and plan notes on stderr (informational ones only if verbose);
+    with ``strict`` any warning stops the command before anything is written."""
+    plan_warnings = [n.message for n in release_plan.notes if n.severity is Severity.WARNING]
+    report_warnings([*warnings, *plan_warnings], strict, quiet)
+    if verbose and not quiet:
+        for note in release_plan.notes:
+            if note.severity is not Severity.WARNING:
+                click.echo(f"{note.severity}: {note.message}", err=True)

@@ -72,11 +72,19 @@ def _registry(symbols):
     type=click.Choice(["error", "warn", "info"]),
     help="Diagnostics shown.",
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 1 when any WARN or ERROR diagnostic was raised (without it the exit "
+    "status is 0, as the provider loads what it can).",
+)
 @reports_errors
-def list_engines(roots, runtime_dir, device, symbols, as_json, level):
+def list_engines(roots, runtime_dir, device, symbols, as_json, level, strict):
     """Each engine the provider would load: ids, packs and kernels, then diagnostics.
 
-    HIPDNN_DISABLE_ENGINES (names, decimal or hex ids, UUIDs) is honoured.
+    HIPDNN_DISABLE_ENGINES (names, decimal or hex ids, UUIDs) is honoured. The
+    last line counts the ERROR and WARN diagnostics; the exit status is 0 unless
+    --strict is given and there is any.
     """
     diags = Diagnostics()
     result = load_validated(
@@ -89,10 +97,23 @@ def list_engines(roots, runtime_dir, device, symbols, as_json, level):
     threshold = Severity.parse(level)
     engines = [_engine_json(s, device) for s in sorted(result.sets, key=lambda s: s.engine.id)]
     shown = [d for d in diags.items if d.severity >= threshold]
+    errors = len(diags.at_least(Severity.ERROR))
+    warnings = len(diags.at_least(Severity.WARN)) - errors
+    failed = strict and errors + warnings > 0
     if as_json:
         click.echo(
-            views.dumps({"engines": engines, "diagnostics": [d.to_json() for d in shown]}), nl=False
+            views.dumps(
+                {
+                    "engines": engines,
+                    "diagnostics": [d.to_json() for d in shown],
+                    "errors": errors,
+                    "warnings": warnings,
+                }
+            ),
+            nl=False,
         )
+        if failed:
+            raise SystemExit(1)
         return
     for engine in engines:
         click.echo(
@@ -111,6 +132,11 @@ def list_engines(roots, runtime_dir, device, symbols, as_json, level):
         click.echo("no engines")
     for diagnostic in shown:
         click.echo(f"{diagnostic.severity.name} {diagnostic.code}: {diagnostic.message}", err=True)
+    summary = f"{len(engines)} engine(s); {errors} ERROR and {warnings} WARN diagnostic(s)"
+    if failed:
+        click.echo(f"error: {summary}, and --strict makes warnings errors", err=True)
+        raise SystemExit(1)
+    click.echo(summary)
 
 
 def _engine_json(candidate, device):

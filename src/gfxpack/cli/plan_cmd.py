@@ -16,6 +16,7 @@ from gfxpack.cli.common import (
     release_options,
     reports_errors,
     split_list,
+    strict_option,
 )
 from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
@@ -70,6 +71,7 @@ def _targets(_ctx, _param, values: tuple[str, ...]) -> list[str]:
 )
 @click.option("-v", "--verbose", is_flag=True, help="Also print informational notes.")
 @click.option("-q", "--quiet", is_flag=True, help="Print no notes, only the result.")
+@strict_option
 @reports_errors
 def plan_command(
     config_path,
@@ -86,6 +88,7 @@ def plan_command(
     mode,
     verbose,
     quiet,
+    strict,
 ):
     """Plan every package of a release: names, kinds and dependencies.
 
@@ -97,8 +100,7 @@ def plan_command(
     config = load_config(config_path)
     options = plan_options(mode, pin_policy, build_variant, install_prefix, allow_missing_deps)
     release_plan = plan(config.packages, targets, rocm_version, release, options)
-    if not quiet:
-        print_notes(config.warnings, release_plan, verbose)
+    print_notes(config.warnings, release_plan, verbose, strict, quiet)
     click.echo(_render(release_plan, output, package, pkg_type), nl=False)
 
 

@@ -11,7 +11,8 @@ import click
 
 from gfxpack import repo as repo_module
 from gfxpack.cli import cli
-from gfxpack.cli.common import reports_errors
+from gfxpack.cli.common import report_warnings, reports_errors, strict_option
+from gfxpack.epoch import source_date_epoch
 
 
 @cli.command("repo")
@@ -37,8 +38,9 @@ from gfxpack.cli.common import reports_errors
     "Release.gpg. gpg's GNUPGHOME applies.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@strict_option
 @reports_errors
-def repo_command(builds, out, suite, sign_key, as_json):
+def repo_command(builds, out, suite, sign_key, as_json, strict):
     """Publish built packages as an apt and an rpm-md repository.
 
     Incremental: packages already in OUT stay, so several releases (8.2 and
@@ -46,8 +48,13 @@ def repo_command(builds, out, suite, sign_key, as_json):
     regenerated over the whole pool. A published file name with different
     contents is refused. The Release date is SOURCE_DATE_EPOCH, else now.
     """
-    epoch = int(os.environ.get("SOURCE_DATE_EPOCH") or time.time())
+    epoch = source_date_epoch(os.environ, int(time.time()))
     out_path = Path(out)
+    # Every input is looked at before the repository is touched: --strict stops here.
+    warnings: list[str] = []
+    for build in builds:
+        repo_module.build_files(Path(build), warnings.append)
+    report_warnings(warnings, strict)
     results = []
     for build in builds:
         results += repo_module.publish(Path(build), out_path, suite, epoch, sign_key)

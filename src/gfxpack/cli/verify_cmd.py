@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from gfxpack import verify as verify_module
 from gfxpack.cli import cli
-from gfxpack.cli.common import reports_errors, split_list
+from gfxpack.cli.common import report_warnings, reports_errors, split_list, strict_option
 
 # How many violations the text report spells out per format (--json has all).
 SHOWN = 20
@@ -52,8 +52,9 @@ SHOWN = 20
 @click.option(
     "-q", "--quiet", is_flag=True, help="Summarise the transaction in one line per format."
 )
+@strict_option
 @reports_errors
-def verify_command(root, names, fmt, system, suite, as_json, quiet):
+def verify_command(root, names, fmt, system, suite, as_json, quiet, strict):
     """Resolve an install with libsolv and check the arch rules.
 
     Prints the transaction of --install, then resolves every package of the
@@ -80,6 +81,8 @@ def verify_command(root, names, fmt, system, suite, as_json, quiet):
     else:
         for report in reports:
             _print_report(report, quiet)
+    # With --strict, what could not be checked fails the run like a violation.
+    report_warnings([w for r in reports for w in r.warnings], strict and all(r.ok for r in reports))
     if not all(r.ok for r in reports):
         count = sum(len(r.violations) for r in reports)
         click.echo(f"error: {count} violation(s) of the package graph's rules", err=True)

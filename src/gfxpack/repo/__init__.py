@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from gfxpack.repo import apt, rpmmd
@@ -11,8 +12,9 @@ from gfxpack.repo.apt import RepoError
 __all__ = ["RepoError", "build_files", "publish"]
 
 
-def build_files(build: Path) -> list[Path]:
-    """The packages of a build: those its index.json lists, else every .deb and .rpm."""
+def build_files(build: Path, warn: Callable[[str], None] | None = None) -> list[Path]:
+    """The packages of a build: those its index.json lists, else every .deb and .rpm
+    (said through ``warn``: nothing then checks that the files belong together)."""
     if not build.is_dir():
         raise RepoError(f"{build}: not a directory (give the --out directory of gfxpack build)")
     index = build / "index.json"
@@ -30,6 +32,11 @@ def build_files(build: Path) -> list[Path]:
     files = sorted([*build.glob("*.deb"), *build.glob("*.rpm")])
     if not files:
         raise RepoError(f"{build}: no .deb or .rpm files and no index.json")
+    if warn is not None:
+        warn(
+            f"{build}: no index.json (not a gfxpack build directory): publishing its "
+            f"{len(files)} .deb/.rpm file(s) as they are"
+        )
     return files
 
 

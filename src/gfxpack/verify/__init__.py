@@ -33,6 +33,8 @@ class Report:
     # rule -> how many resolutions it was held to
     checked: dict[str, int] = field(default_factory=dict)
     violations: list[Violation] = field(default_factory=list)
+    # What could not be checked: nothing failed, but a rule saw less than it should.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -49,6 +51,7 @@ class Report:
             "transaction": [s.as_dict() for s in resolution.steps] if resolution else [],
             "checked": self.checked,
             "violations": [v.as_dict() for v in self.violations],
+            "warnings": self.warnings,
             "ok": self.ok,
         }
 
@@ -99,6 +102,11 @@ def _verify_format(
         None,
         dict.fromkeys(RULES, 0),
     )
+    if not universe.has_file_lists:
+        listing = "Contents" if fmt == "deb" else "filelists"
+        report.warnings.append(
+            f"{universe.label}: no {listing} index, so the file-conflict rule checks nothing"
+        )
     if install:
         resolution = resolve(universe, install)
         report.resolution = resolution

@@ -114,6 +114,11 @@ class Universe:
             return self._locations[solvable.id]
         return solvable.lookup_location()[0]
 
+    @property
+    def has_file_lists(self) -> bool:
+        """Whether the repository says which files its packages install."""
+        return bool(self._contents) if self.fmt == "deb" else self._filelists is not None
+
     @cached_property
     def files(self) -> dict[int, frozenset[str]]:
         """Solvable id -> the paths it installs, for packages with any (directories
