@@ -18,8 +18,12 @@ gfxarch package (amdrocm-dnn) has no gfx950 build, and
 ``base_lib_generic/base/aux-overlay/stage/share/therock/therock_manifest.json``
 sets KPACK_SPLIT_ARTIFACTS. The output depends only on the seed.
 
+With ``--single-arch FAMILY`` the tree is a single-arch (legacy) build's
+instead: all of a gfxarch package's content in ``<artifact>_<component>_<FAMILY>/``
+(e.g. ``blas_lib_gfx94X-dcgpu``), the rest generic, and no kpack split.
+
     python examples/generate_artifacts.py OUT [--config examples/package.json]
-        [--targets gfx1100,gfx942,gfx950] [--scale 1.0]
+        [--targets gfx1100,gfx942,gfx950] [--scale 1.0] [--single-arch gfx94X-dcgpu]
 """
 
 from __future__ import annotations
@@ -181,7 +185,17 @@ def write_arch(
     )
 
 
-def generate(out: Path, config_path: Path, targets: list[str], scale: float, seed: int) -> int:
+def generate(
+    out: Path,
+    config_path: Path,
+    targets: list[str],
+    scale: float,
+    seed: int,
+    family: str | None = None,
+) -> int:
+    """Write the tree; with ``family`` (``gfx94X-dcgpu``) a single-arch (legacy) build's:
+    every component of a gfxarch package in ``<artifact>_<component>_<family>/``,
+    no per-arch split and no KPACK_SPLIT_ARTIFACTS."""
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -201,11 +215,13 @@ def generate(out: Path, config_path: Path, targets: list[str], scale: float, see
                 label = (
                     subdir.name if owner == source.artifact else f"{source.artifact}-{subdir.name}"
                 )
+                gfxarch = spec.gfxarch and source.gfxarch and not spec.is_devel
                 for component in subdir.components:
-                    directory = f"{source.artifact}_{component}_generic"
+                    where = family if family and gfxarch else "generic"
+                    directory = f"{source.artifact}_{component}_{where}"
                     directories.setdefault(directory, []).append((prefix, label))
                     write_generic(out / directory, prefix, component, label, payload, scale)
-                    if not (spec.gfxarch and source.gfxarch and component == "lib"):
+                    if family or not (gfxarch and component == "lib"):
                         continue
                     arches = [t for t in targets if (spec.name, t) not in NO_BUILD]
                     if source.artifact == XNACK[0]:
@@ -214,7 +230,7 @@ def generate(out: Path, config_path: Path, targets: list[str], scale: float, see
                         name = f"{source.artifact}_{component}_{arch}"
                         directories.setdefault(name, []).append((prefix, label))
     for directory, members in directories.items():
-        if not directory.endswith("_generic"):
+        if not directory.endswith(("_generic", f"_{family}")):
             prefixes = [p for p, _ in members]
             write_arch(
                 out / directory,
@@ -230,7 +246,14 @@ def generate(out: Path, config_path: Path, targets: list[str], scale: float, see
     therock = out / "base_lib_generic/base/aux-overlay/stage/share/therock"
     therock.mkdir(parents=True, exist_ok=True)
     (therock / "therock_manifest.json").write_text(
-        json.dumps({"flags": {"KPACK_SPLIT_ARTIFACTS": True}, "targets": targets}, indent=2) + "\n"
+        json.dumps(
+            {
+                "flags": {"KPACK_SPLIT_ARTIFACTS": family is None},
+                "targets": [family] if family else targets,
+            },
+            indent=2,
+        )
+        + "\n"
     )
     return len(directories)
 
@@ -242,8 +265,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--targets", default="gfx1100,gfx942,gfx950")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every file size")
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument(
+        "--single-arch",
+        metavar="FAMILY",
+        help="a single-arch (legacy) tree for one family, e.g. gfx94X-dcgpu",
+    )
     args = parser.parse_args(argv)
-    count = generate(args.out, args.config, args.targets.split(","), args.scale, args.seed)
+    count = generate(
+        args.out, args.config, args.targets.split(","), args.scale, args.seed, args.single_arch
+    )
     size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file() and not p.is_symlink())
     print(
         f"wrote {count} artifact directories, {size / 2**20:.1f} MiB, to {args.out}",

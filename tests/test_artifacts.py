@@ -92,6 +92,7 @@ def write_artifact(root, directory, prefix, files):
 def test_two_packages_installing_one_path_is_an_error(tmp_path):
     write_artifact(tmp_path, "a_lib_generic", "libs/A/stage", {"lib/libcommon.so": "a"})
     write_artifact(tmp_path, "b_lib_generic", "libs/B/stage", {"lib/libcommon.so": "b"})
+    write_artifact(tmp_path, "kernels_lib_gfx942", "libs/K/stage", {"k.co": "k"})  # the target
     config = parse_config(
         json.dumps(
             [

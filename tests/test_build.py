@@ -200,6 +200,9 @@ def test_cli_names_collisions(tmp_path):
         (stage / "lib").mkdir(parents=True)
         (stage / "lib" / "libsame.so").write_text(name)
         (tmp_path / "art" / f"{name}_lib_generic" / "artifact_manifest.txt").write_text("s\n")
+    # The tree's one target: per-arch artifacts of a package not in this config.
+    (tmp_path / "art" / "kernels_lib_gfx942").mkdir()
+    (tmp_path / "art" / "kernels_lib_gfx942" / "artifact_manifest.txt").write_text("k\n")
     config = tmp_path / "package.json"
     config.write_text(
         json.dumps(

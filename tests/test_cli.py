@@ -142,9 +142,13 @@ def test_pkg_type_rpm_and_options():
             "error: release '1-2': expected letters, digits, '.', '+' or '~' (no '-'), such as 1\n",
         ),
         (
+            ["--target", "gfx1100,gfx94"],
+            "error: target 'gfx94' is not an AMDGPU processor LLVM knows (did you mean gfx942?)\n",
+        ),
+        (
             ["--target", "sm_90"],
-            "error: target 'sm_90': expected a GPU architecture such as gfx942, gfx942:xnack+ or a "
-            "family such as gfx94X-dcgpu\n",
+            "error: target 'sm_90' is not an AMDGPU processor LLVM knows (expected a processor "
+            "such as gfx942, gfx942:xnack+ or a family such as gfx94X-dcgpu)\n",
         ),
     ],
 )

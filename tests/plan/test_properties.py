@@ -60,6 +60,9 @@ def releases(draw):
                 else (ArtifactSource(f"a{i}", (ArtifactSubdir("x", ("lib",)),)),),
             )
         )
+    # A tree holds per-arch artifacts of every requested target (a target it has none of
+    # is refused); an artifact of no package provides them where no base has that arch.
+    dirs += [f"other_lib_{arch}" for arch in targets]
     return specs, targets, ArtifactIndex(dirs) if with_index else None, content
 
 

@@ -472,7 +472,7 @@ def test_artifact_gfxarch_false_content_does_not_make_devices():
         Artifactory=[art("blas"), {**art("provider"), "Artifact_Gfxarch": "False"}],
     )
     index = ArtifactIndex(["blas_lib_generic", "provider_lib_gfx942"])
-    p = plan(specs(entry), TARGETS, "8.2.0", artifacts=index)
+    p = plan(specs(entry), ["gfx942"], "8.2.0", artifacts=index)
     assert [x.kind for x in p.family("amdrocm-blas")] == [Kind.VERSIONED, Kind.NON_VERSIONED]
 
 
@@ -484,7 +484,7 @@ def test_base_without_artifacts_is_not_built_and_dependents_fail():
     with pytest.raises(
         PlanError, match="depends on amdrocm-b, which has no artifacts and is not built"
     ):
-        plan(specs(*entries), TARGETS, "8.2.0", artifacts=ArtifactIndex(["a_lib_generic"]))
+        plan(specs(*entries), ["gfx942"], "8.2.0", artifacts=ArtifactIndex(["a_lib_gfx942"]))
 
 
 # --- Decision 12: metapackages own no files ------------------------------------------------

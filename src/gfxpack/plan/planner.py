@@ -42,6 +42,7 @@ from gfxpack.plan.naming import (
     version_xy,
 )
 from gfxpack.plan.rules import Ref
+from gfxpack.plan.targets import check_target
 
 VARIANTS = ("", "asan")
 
@@ -107,11 +108,25 @@ class _Planner:
         """Requested targets and their name suffixes, xnack variants merged."""
         kept: list[str] = []
         by_suffix: dict[str, str] = {}
+        in_tree = self._tree_suffixes()
         for target in targets:
+            unknown = check_target(target)
+            if unknown is not None:
+                self.causes.append(Cause(unknown))
+                continue
             try:
                 suffix = arch_suffix(target)
             except InvalidName as e:
                 self.causes.append(Cause(str(e)))
+                continue
+            if in_tree is not None and suffix not in in_tree:
+                have = ", ".join(self.artifacts.targets()) or "none"
+                self.causes.append(
+                    Cause(
+                        f"target {target}: the artifacts tree has no per-arch artifacts for it "
+                        f"(its targets: {have})"
+                    )
+                )
                 continue
             base_target = target.split(":", 1)[0]
             first = by_suffix.get(suffix)
@@ -142,6 +157,18 @@ class _Planner:
             )
             kept = kept[:1]
         return tuple(kept), tuple(arch_suffix(t) for t in kept)
+
+    def _tree_suffixes(self) -> set[str] | None:
+        """The arch suffixes the artifacts tree has per-arch directories for (None: no tree)."""
+        if self.artifacts is None:
+            return None
+        suffixes = set()
+        for target in self.artifacts.targets():
+            try:
+                suffixes.add(arch_suffix(target))
+            except InvalidName:
+                continue  # reported when that target is asked for
+        return suffixes
 
     def note(self, severity: Severity, message: str, packages: Iterable[str] = ()) -> None:
         self.notes.setdefault(message, Note(severity, message, tuple(packages)))
@@ -425,6 +452,10 @@ class _Planner:
         if rule is None:
             return []
         resolve, carries_system = rules.RULES[rule]
+        if rule == "single-arch":
+            # Every package of a single-arch release, arch-suffixed or not (-devel),
+            # depends on the family's variant of a gfxarch dependency.
+            arch = self.arches[0]
         resolved = []
         for relation in relations:
             if relation.opaque is not None:
