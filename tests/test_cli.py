@@ -79,7 +79,7 @@ def test_tree_for_one_package():
         "│",
         "│   [No files - dependency pointer only]",
         "│",
-        "└─► amdrocm-sysdeps8.2 (versioned)",
+        "└─► amdrocm-sysdeps8.2 (= 8.2.0-1) (versioned)",
     ]
 
 

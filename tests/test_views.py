@@ -130,7 +130,8 @@ def test_every_example_tree_draws(example_plan):
     for root in (p for p in example_plan.packages if p.kind is Kind.NON_VERSIONED):
         drawn = views.tree(example_plan, root.key)
         for member in example_plan.family(root.base):
-            assert f"{member.name('deb')} ({member.kind.label})" in drawn
+            pin = "" if member is root else " (= 8.2.0-1)"  # family edges pin exactly
+            assert f"{member.name('deb')}{pin} ({member.kind.label})" in drawn
 
 
 def test_tree_shows_recommends_and_alternatives(example_plan):

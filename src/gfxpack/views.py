@@ -1,8 +1,10 @@
-"""Renderings of a ReleasePlan: seed-000 trees and tables, JSON and Graphviz.
+"""Renderings of a ReleasePlan: dependency trees and tables, JSON and Graphviz.
 
-``tree`` and ``table`` draw what seed 000 draws, in its layout: a package's
-own family expanded under it, other packages as annotated leaves; the
-"Package Generation" tables with the seed's type and file wording.
+``tree`` and ``table`` follow the layout of the upstream dependency-tree
+document (TheRock's ``nativepackage_dependency_tree.md``): a package's own
+family expanded under it, other packages as annotated leaves, every edge with
+its version pin; the "Package Generation" tables with that document's type and
+file wording.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ _ALIAS_OF = {
 
 
 def tree(plan: ReleasePlan, root: str, fmt: str = "deb") -> str:
-    """The dependency tree under one package, drawn as seed 000 draws them."""
+    """The dependency tree under one package, each edge with its pin."""
     package = plan.get(root)
     if package is None:
         raise KeyError(root)
@@ -66,7 +68,7 @@ def _tree_body(
         child = plan.by_key.get(req.target) if req.target and len(dep) == 1 else None
         if child is not None and child.base == package.base and child.key not in shown:
             shown.add(child.key)
-            lines.append(f"{prefix}{connector}{child.name(fmt)} ({child.kind.label})")
+            lines.append(f"{prefix}{connector}{req.render(fmt)} ({child.kind.label})")
             _tree_body(plan, child, fmt, prefix + ("    " if last else "│   "), shown, lines)
             if not last:
                 lines.append(prefix + "│")
@@ -83,10 +85,12 @@ def _tree_children(package: PlannedPackage, fmt: str) -> list[tuple[Req, tuple[R
 
 
 def _leaf(dep: tuple[Req, ...], fmt: str) -> str:
+    """A dependency as the package states it, pin included (``amdrocm-runtime8.2 (>= 8.2.0-1)``),
+    and the rule that made it."""
     if len(dep) > 1:
-        return " | ".join(req.text or req.name for req in dep) + " (alternatives)"
+        return " | ".join(req.render(fmt) for req in dep) + " (alternatives)"
     req = dep[0]
-    return f"{req.text or req.name} ({req.reason})"
+    return f"{req.render(fmt)} ({req.reason})"
 
 
 def _annotations(plan: ReleasePlan, package: PlannedPackage) -> list[str]:
@@ -132,21 +136,27 @@ _FILES = {
 
 
 def table(plan: ReleasePlan, base: str, fmt: str = "deb") -> str:
-    """One base's "Package Generation" table, in seed 000's Markdown layout."""
-    rows = [
-        (
+    """One base's "Package Generation" table (Markdown): name, type, files and the direct
+    dependencies with their pins; Recommends and Suggests columns when the family has any."""
+    family = plan.family(base)
+    header = ["Package Name", "Type", "Files", "Direct Dependencies"]
+    extra = [
+        (title, list_name)
+        for title, list_name in (("Recommends", "recommends"), ("Suggests", "suggests"))
+        if any(getattr(package.relations(fmt), list_name) for package in family)
+    ]
+    rows = []
+    for package in family:
+        relations = package.relations(fmt)
+        row = [
             f"`{package.name(fmt)}`",
             package.kind.title,
             _FILES.get(package.kind, "None") if package.has_files else "None",
-            ", ".join(_names(dep) for dep in package.relations(fmt).depends),
-        )
-        for package in plan.family(base)
-    ]
-    return markdown_table(("Package Name", "Type", "Files", "Direct Dependencies"), rows)
-
-
-def _names(dep: tuple[Req, ...]) -> str:
-    return " | ".join(req.text or req.name for req in dep)
+            ", ".join(render(dep, fmt) for dep in relations.depends),
+        ]
+        row += [", ".join(render(dep, fmt) for dep in getattr(relations, n)) for _, n in extra]
+        rows.append(tuple(row))
+    return markdown_table((*header, *(title for title, _ in extra)), rows)
 
 
 def markdown_table(header: Iterable[str], rows: list[tuple[str, ...]]) -> str:
