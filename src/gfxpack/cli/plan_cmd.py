@@ -46,7 +46,7 @@ def _targets(_ctx, _param, values: tuple[str, ...]) -> list[str]:
     default="summary",
     show_default=True,
     type=click.Choice(["summary", "tree", "table", "json", "dot"]),
-    help="summary: counts and notes; tree/table: seed-000 drawings; json: the "
+    help="summary: counts and notes; tree/table: dependency trees and tables with pins; json: the "
     "plan contract; dot: Graphviz.",
 )
 @click.option(

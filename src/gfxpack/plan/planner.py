@@ -145,7 +145,8 @@ class _Planner:
                 self.note(
                     Severity.INFO,
                     f"target {target} is built into the {suffix} packages "
-                    "(xnack variants merge, Decision 6)",
+                    "(an xnack variant is a build of that device target: its files join "
+                    "the target's device package)",
                 )
         if not kept and not self.causes:
             self.causes.append(Cause("no GPU targets: give at least one, such as gfx942"))
@@ -205,7 +206,8 @@ class _Planner:
             if spec.gfxarch:
                 self.note(
                     Severity.INFO,
-                    f"{spec.name}: -devel packages are never gfxarch (Decision 2); "
+                    f"{spec.name}: -devel packages are never gfxarch (they depend on the "
+                    "full packages of every arch); "
                     "built as versioned + non-versioned",
                     [spec.name],
                 )
@@ -219,7 +221,7 @@ class _Planner:
             self.note(
                 Severity.WARNING,
                 f"{spec.name}: Gfxarch is True but no per-arch artifacts exist; "
-                "built as a non-gfxarch package (Decision 8)",
+                "built as a non-gfxarch package",
                 [spec.name],
             )
             return False, ()
@@ -229,7 +231,7 @@ class _Planner:
             self.note(
                 Severity.WARNING,
                 f"{spec.name}: no artifacts for {', '.join(missing)}: "
-                "no device package for that target (Decision 9)",
+                "no device package for that target; its meta depends on the devices that exist",
                 [spec.name],
             )
         return True, present
