@@ -107,21 +107,77 @@ def _verify_format(
         report.warnings.append(
             f"{universe.label}: no {listing} index, so the file-conflict rule checks nothing"
         )
+    unavailable = _unavailable(universe)
     if install:
         resolution = resolve(universe, install)
         report.resolution = resolution
-        _hold(report, universe, index, resolution, " ".join(install))
+        missed = resolution.unprovided & unavailable
+        if missed:
+            names = ", ".join(sorted(universe.show_dep(dep) for dep in missed))
+            report.checked["installable"] += 1
+            report.violations.append(
+                Violation(
+                    "installable",
+                    " ".join(install),
+                    f"cannot install {' '.join(install)}: it needs {names}, which nothing provides",
+                )
+            )
+        else:
+            _hold(report, universe, index, resolution, " ".join(install))
+    needed_by: dict[int, int] = dict.fromkeys(unavailable, 0)
     for done, solvable in enumerate(packages, start=1):
-        _hold(
-            report,
-            universe,
-            index,
-            resolve(universe, solvable=solvable, steps=False),
-            f"{solvable.name}={solvable.evr}",
-        )
+        resolution = resolve(universe, solvable=solvable, steps=False)
+        missed = resolution.unprovided & unavailable
+        if missed:
+            # One root cause for many failures: counted here, reported once below.
+            report.checked["installable"] += 1
+            for dep in missed:
+                needed_by[dep] += 1
+        else:
+            _hold(report, universe, index, resolution, f"{solvable.name}={solvable.evr}")
         if progress:
             progress(fmt, done, len(packages))
+    report.violations[:0] = _unavailable_violations(universe, needed_by)
     return report
+
+
+def _unavailable(universe: Universe) -> set[int]:
+    """Requirements of repository packages that neither the repository nor the system
+    provides: each makes every package that needs it uninstallable."""
+    return {
+        dep
+        for solvable in universe.packages()
+        for dep, providers in universe.requirements(solvable.id)
+        if not providers
+    }
+
+
+def _unavailable_violations(universe: Universe, needed_by: dict[int, int]) -> list[Violation]:
+    """One violation per kind of missing requirement, in the repository's own spelling:
+    ``system packages not available: ocl-icd-libopencl1 (needed by 28 packages)``."""
+    groups: dict[str, list[str]] = {"system packages": [], "packages": []}
+    for dep, count in sorted(needed_by.items(), key=lambda item: universe.show_dep(item[0])):
+        if count == 0:
+            continue
+        text = universe.show_dep(dep)
+        ours = text.lstrip("(").startswith("amdrocm")
+        noun = "package" if count == 1 else "packages"
+        groups["packages" if ours else "system packages"].append(
+            f"{text} (needed by {count} {noun})"
+        )
+    where = {
+        "system packages": f"not on the system ({universe.system_label}) nor in the repository",
+        "packages": "not in the repository nor on the system",
+    }
+    return [
+        Violation(
+            "installable",
+            "every package",
+            f"{kind} not available: {', '.join(items)}; {where[kind]}",
+        )
+        for kind, items in groups.items()
+        if items
+    ]
 
 
 def _hold(

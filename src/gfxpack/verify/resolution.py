@@ -58,6 +58,8 @@ class Resolution:
     starts: list[int] = field(default_factory=list)  # solvable ids of the requests
     steps: list[Step] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # Requirements nothing provides that made the resolution fail, by dependency id.
+    unprovided: set[int] = field(default_factory=set)
     # Every package on the system afterwards, by solvable id.
     world: set[int] = field(default_factory=set)
     _parents: dict[int, dict[int, tuple[int, int] | None]] = field(default_factory=dict, repr=False)
@@ -139,6 +141,12 @@ def resolve(
     problems = solver.solve(jobs)
     if problems:
         resolution.problems = [_describe_problem(p) for p in problems]
+        resolution.unprovided = {
+            rule.info().dep_id
+            for problem in problems
+            for rule in problem.findallproblemrules()
+            if rule.info().type == solv.Solver.SOLVER_RULE_PKG_NOTHING_PROVIDES_DEP
+        }
         return resolution
     transaction = solver.transaction()
     resolution.world = {s.id for s in transaction.keptsolvables()} | {
