@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,10 +16,20 @@ from gfxpack.config import load_config
 from gfxpack.plan import plan
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
+# The fixtures shared by every worktree (../shared). GFXPACK_SHARED points elsewhere, e.g.
+# at a missing directory to run the suite as a fresh clone without ../shared would.
+SHARED = Path(os.environ.get("GFXPACK_SHARED") or ROOT.parent / "shared")
 EXAMPLE_CONFIG = ROOT / "examples" / "package.json"
 SEED_CONFIG = ROOT / "tests" / "plan" / "seed000" / "package.json"
 SEED_TARGETS = ("gfx1100", "gfx942")
+
+
+def shared_path(*parts: str) -> Path:
+    """A path under the shared fixtures; skips the test, naming the path, when it is absent."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} is absent (the shared fixtures are not checked out beside the clone)")
+    return path
 
 
 @pytest.fixture(scope="session")

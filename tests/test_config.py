@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from click.testing import CliRunner
 
+from gfxpack.cli import cli
 from gfxpack.config import InvalidConfig, load_config, parse_config
 
 
@@ -89,6 +91,43 @@ def test_unknown_keys_warn_naming_key_and_package():
         "'DEBDepends'? non-flag keys are case-sensitive)",
         "pkg.json: /0/Disable_DH_STRIP (amdrocm-x): key 'Disable_DH_STRIP' is ignored "
         "(upstream documents it but reads Disable_DEB_STRIP)",
+    )
+
+
+def test_misspelt_keys_suggest_the_known_key():
+    config = config_of(entry(DEBDepend=["libc6"], RPMRequire=[], Gfxarc="True"))
+    assert config.warnings == (
+        "pkg.json: /0/DEBDepend (amdrocm-x): unknown key 'DEBDepend' ignored "
+        "(did you mean 'DEBDepends'?)",
+        "pkg.json: /0/RPMRequire (amdrocm-x): unknown key 'RPMRequire' ignored "
+        "(did you mean 'RPMRequires'?)",
+        "pkg.json: /0/Gfxarc (amdrocm-x): unknown key 'Gfxarc' ignored (did you mean 'Gfxarch'?)",
+    )
+
+
+def test_unknown_keys_are_errors_with_strict(tmp_path):
+    path = tmp_path / "package.json"
+    path.write_text(json.dumps([entry(DEBDepend=["libc6"])]))
+    args = ["plan", "--config", str(path), "--target", "gfx942", "--rocm-version", "8.2.0"]
+    relaxed = CliRunner().invoke(cli, args)
+    assert relaxed.exit_code == 0
+    assert "did you mean 'DEBDepends'?" in relaxed.stderr
+    strict = CliRunner().invoke(cli, [*args, "--strict"])
+    assert strict.exit_code == 1
+    assert strict.stderr.splitlines()[0] == (
+        f"error: {path}: /0/DEBDepend (amdrocm-x): unknown key 'DEBDepend' ignored "
+        "(did you mean 'DEBDepends'?)"
+    )
+
+
+def test_legacy_keys_warn_only_where_content_is_read():
+    legacy = {"Components": ["lib"], "Artifact": "ck"}
+    assert config_of(entry(DisablePackaging="True", **legacy)).warnings == ()
+    assert config_of(entry(**legacy)).warnings == (
+        "pkg.json: /0/Components (amdrocm-x): legacy key 'Components' is ignored; "
+        "list content in Artifactory",
+        "pkg.json: /0/Artifact (amdrocm-x): legacy key 'Artifact' is ignored; "
+        "list content in Artifactory",
     )
 
 

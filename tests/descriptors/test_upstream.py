@@ -5,10 +5,17 @@ from __future__ import annotations
 import pytest
 
 from gfxpack.descriptors import SymbolRegistry, engine_hex
-from tests.conftest import SHARED
+from tests.conftest import SHARED, shared_path
 from tests.descriptors.helpers import load, problems, summary
 
 SETS = SHARED / "fixtures" / "upstream-descriptors"
+
+
+@pytest.fixture(autouse=True)
+def _upstream_sets_present() -> None:
+    """Every test here reads the shared fixtures: skip, naming them, when they are absent."""
+    shared_path("fixtures", "upstream-descriptors")
+
 
 # name -> (engines {name: {pack: kernel count}}, engine UUID and hex id, WARN+ codes)
 EXPECTED = {

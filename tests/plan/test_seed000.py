@@ -29,10 +29,10 @@ from pathlib import Path
 import pytest
 
 from gfxpack import views
-from tests.conftest import SHARED
+from tests.conftest import shared_path
 
 GOLDEN = Path(__file__).parent / "golden" / "seed000"
-SEED = SHARED / "seeds" / "000_3bb2ecc8bcc6cc59.txt"
+SEED = ("seeds", "000_3bb2ecc8bcc6cc59.txt")  # under the shared fixtures
 EXAMPLES = ["sysdeps", "blas", "core", "developer-tools"]
 PIN = re.compile(r" \((?:=|>=|<=|<<|>>) 8\.2\.0-1\)")
 CONNECTOR = re.compile(r"^(?P<lead>[│ ]*)(?P<glyph>[├└])─► (?P<name>\S+)(?: \((?P<label>.*)\))?$")
@@ -46,7 +46,8 @@ def _words(text: str) -> list[str]:
     "golden", sorted(p.name for p in GOLDEN.iterdir() if p.name.endswith((".tree", ".table.md")))
 )
 def test_golden_text_is_the_seeds(golden):
-    seed = [line for line in _words(SEED.read_text(encoding="utf-8")) if line != "|"]
+    text = shared_path(*SEED).read_text(encoding="utf-8")
+    seed = [line for line in _words(text) if line != "|"]
     expected = _words((GOLDEN / golden).read_text(encoding="utf-8"))
     assert any(seed[i : i + len(expected)] == expected for i in range(len(seed))), (
         f"{golden} is no longer a verbatim part of the seed"

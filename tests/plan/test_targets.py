@@ -1,0 +1,136 @@
+"""Targets are checked: LLVM's AMDGPU processors, features, generic and family targets;
+a typo gets a suggestion, and a target the artifacts tree lacks is refused."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from gfxpack.cli import cli
+from gfxpack.plan import ArtifactIndex, PlanError, plan
+from gfxpack.plan.targets import GENERIC_PROCESSORS, PROCESSORS, check_target
+from tests.conftest import EXAMPLE_CONFIG, SEED_CONFIG
+from tests.plan.test_rules import pkg, specs
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "gfx90a",
+        "gfx942",
+        "gfx950",
+        "gfx1100",
+        "gfx1151",
+        "gfx1201",
+        "gfx942:xnack+",
+        "gfx90a:sramecc-:xnack+",
+        "gfx11-generic",
+        "gfx9-4-generic",
+        "gfx94X-dcgpu",
+        "gfx110X-all",
+        "gfx1250-strict",
+    ],
+)
+def test_known_targets_pass(target):
+    assert check_target(target) is None
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("gfx94", "target 'gfx94' is not an AMDGPU processor LLVM knows (did you mean gfx942?)"),
+        (
+            "gfx1102x",
+            "target 'gfx1102x' is not an AMDGPU processor LLVM knows (did you mean gfx1102?)",
+        ),
+        (
+            "gfx942:xnack",
+            "target 'gfx942:xnack': 'xnack' is not a target feature (expected "
+            "xnack+, xnack-, sramecc+ or sramecc-, each at most once)",
+        ),
+        (
+            "gfx942:tgsplit+",
+            "target 'gfx942:tgsplit+': 'tgsplit+' is not a target feature (expected "
+            "xnack+, xnack-, sramecc+ or sramecc-, each at most once)",
+        ),
+        ("GFX942", "target 'GFX942': processor names are lowercase (gfx942)"),
+        (
+            "gfx99X-dcgpu",
+            "target 'gfx99X-dcgpu' is not an AMDGPU processor LLVM knows (did you mean gfx909?)",
+        ),
+    ],
+)
+def test_unknown_targets_are_refused_with_a_suggestion(target, message):
+    assert check_target(target) == message
+
+
+def test_table_holds_the_issue_targets_and_not_removed_ones():
+    assert {"gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1151", "gfx1201"} <= PROCESSORS
+    assert "gfx940" not in PROCESSORS and "gfx941" not in PROCESSORS  # removed from LLVM
+    assert all(name.endswith("-generic") for name in GENERIC_PROCESSORS)
+
+
+def test_plan_refuses_a_typo_before_planning():
+    with pytest.raises(PlanError) as caught:
+        plan(specs(pkg("amdrocm-a")), ["gfx1100", "gfx94"], "8.2.0")
+    assert str(caught.value) == (
+        "target 'gfx94' is not an AMDGPU processor LLVM knows (did you mean gfx942?)"
+    )
+
+
+def test_cli_plan_typo_is_one_line_even_quiet():
+    result = CliRunner().invoke(
+        cli,
+        [
+            "plan",
+            "--config",
+            str(SEED_CONFIG),
+            "--target",
+            "gfx94",
+            "--rocm-version",
+            "8.2.0",
+            "-q",
+        ],
+    )
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        "error: target 'gfx94' is not an AMDGPU processor LLVM knows (did you mean gfx942?)\n"
+    )
+
+
+def test_a_target_the_tree_has_no_artifacts_for_is_refused():
+    index = ArtifactIndex(["a_lib_generic", "a_lib_gfx942", "a_lib_gfx1100:xnack-"])
+    with pytest.raises(PlanError) as caught:
+        plan(specs(pkg("amdrocm-a", gfx=True)), ["gfx942", "gfx1201"], "8.2.0", artifacts=index)
+    assert str(caught.value) == (
+        "target gfx1201: the artifacts tree has no per-arch artifacts for it "
+        "(its targets: gfx1100, gfx942)"
+    )
+
+
+def test_build_target_without_artifacts_is_an_error_listing_the_trees(example_artifacts, tmp_path):
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "build",
+            "--config",
+            str(EXAMPLE_CONFIG),
+            "--artifacts",
+            str(example_artifacts),
+            "--out",
+            str(out),
+            "--rocm-version",
+            "8.2.0",
+            "--target",
+            "gfx942,gfx1201",
+            "-q",
+        ],
+    )
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "error: target gfx1201: the artifacts tree has no per-arch artifacts for it "
+        "(its targets: gfx1100, gfx942, gfx950)\n"
+    )
+    assert not out.exists()
