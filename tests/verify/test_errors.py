@@ -151,8 +151,12 @@ def test_repo_refuses_to_change_a_published_file(tmp_path):
     packages = (root / "apt/dists/stable/main/binary-amd64/Packages").read_bytes()
     rebuilt = tmp_path / "rebuilt"
     write_package(rebuilt, "deb", "tool", files=("/opt/tool",))
-    message = fails("repo", "--in", str(rebuilt), "--out", str(root))
-    assert "is already published with different contents" in message
+    result = CliRunner().invoke(cli, ["repo", "--in", str(rebuilt), "--out", str(root)])
+    assert result.exit_code == 1
+    # A directory gfxpack did not build is published with a warning, then refused.
+    warning, error = result.stderr.splitlines()
+    assert warning.startswith(f"warning: {rebuilt}: no index.json")
+    assert error.startswith("error: ") and "is already published with different contents" in error
     assert (root / "apt/dists/stable/main/binary-amd64/Packages").read_bytes() == packages
     assert not list((root / "apt/pool/main").glob(".*partial"))
 

@@ -142,13 +142,14 @@ def _verify_format(
 
 
 def _unavailable(universe: Universe) -> set[int]:
-    """Requirements of repository packages that neither the repository nor the system
-    provides: each makes every package that needs it uninstallable."""
+    """Requirements of repository packages naming packages that neither the repository
+    nor the system has: each makes every package that needs it uninstallable. (A
+    requirement on a version the repository lacks is a problem of that package alone.)"""
     return {
         dep
         for solvable in universe.packages()
         for dep, providers in universe.requirements(solvable.id)
-        if not providers
+        if not providers and universe.names_unknown(dep)
     }
 
 

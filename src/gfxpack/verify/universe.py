@@ -114,6 +114,18 @@ class Universe:
             return self._locations[solvable.id]
         return solvable.lookup_location()[0]
 
+    def names_unknown(self, dep: int) -> bool:
+        """Whether no package of the repository or the system provides any name the
+        dependency mentions, at any version (a missing package, not a version mismatch)."""
+        try:
+            relations = parse_field(self.show_dep(dep), self.fmt)
+        except InvalidRelation:
+            return False
+        names = [name for relation in relations for name in relation.names()]
+        return bool(names) and not any(
+            self.pool.whatprovides(self.pool.str2id(name, False)) for name in names
+        )
+
     @property
     def has_file_lists(self) -> bool:
         """Whether the repository says which files its packages install."""
