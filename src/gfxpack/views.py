@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable
 from itertools import groupby
 
-from gfxpack.plan.model import Kind, PlannedPackage, ReleasePlan, Req, render
+from gfxpack.plan.model import Dep, Kind, PlannedPackage, ReleasePlan, Req, render
 from gfxpack.plan.naming import FORMATS
 
 # --- tree --------------------------------------------------------------------
@@ -219,54 +219,183 @@ def dumps(data: dict) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-# --- dot -------------------------------------------------------------------------
+# --- dot -------------------------------------------------------------------------------
+#
+# One drawing convention for plan --format dot/svg/png and the release report: a cluster
+# per base, packages filled by kind; Depends solid, Recommends dashed, Suggests dotted;
+# the pin of an edge ("=", "≥", with the version when it is not the release's own) as its
+# label; a relation with alternatives drawn as one "one of" diamond with an edge to each
+# choice; packages of other families and system packages as plain leaves; a legend.
+# Every edge carries a ``class`` (the relation, or "choice", or "legend"), which the SVG
+# keeps and scripts reading ``dot -Tjson`` can test.
 
-_DOT_STYLE = {
-    Kind.HOST: 'fillcolor="#cfe2ff"',
-    Kind.DEVICE: 'fillcolor="#d1e7dd"',
-    Kind.VERSIONED: 'fillcolor="#e2e3e5"',
-    Kind.NON_VERSIONED: 'fillcolor="#ffffff"',
+_FILL = {
+    Kind.HOST: "#cfe2ff",
+    Kind.DEVICE: "#d1e7dd",
+    Kind.VERSIONED: "#e2e3e5",
+    Kind.NON_VERSIONED: "#ffffff",
 }
+_META_FILL = "#fff3cd"
+_LEAF = 'shape=box, style="rounded,dashed", color="#6c757d", fontcolor="#495057"'
+_SYSTEM = 'shape=ellipse, style=dashed, color="#6c757d", fontcolor="#495057"'
+_CHOICE = 'shape=diamond, style=filled, fillcolor="#f8f9fa", label="one of", fontsize=9'
+EDGE_STYLES = {"depends": "solid", "recommends": "dashed", "suggests": "dotted"}
+_OPERATORS = {"=": "=", ">=": "≥", "<=": "≤", ">": ">", "<": "<"}
 
 
 def dot(
-    plan: ReleasePlan, packages: Iterable[PlannedPackage] | None = None, fmt: str = "deb"
+    plan: ReleasePlan,
+    packages: Iterable[PlannedPackage] | None = None,
+    fmt: str = "deb",
+    focus: str | None = None,
+    legend: bool = True,
 ) -> str:
-    """Graphviz: one cluster per base, pinned edges labelled with their operator."""
+    """Graphviz source: ``packages`` (default: the whole release) in a cluster per base,
+    with their direct dependencies; ``focus`` (a package key) is drawn bold."""
     chosen = list(plan.packages if packages is None else packages)
-    keys = {p.key for p in chosen}
+    drawn = {p.key for p in chosen}
     out = [
         f"digraph {_quote('gfxpack ' + plan.full_version)} {{",
-        "  rankdir=LR;",
-        '  node [shape=box, style="rounded,filled", fillcolor="#fff3cd", fontname="Helvetica"];',
+        '  rankdir=LR; nodesep=0.15; ranksep=0.5; fontname="Helvetica"; fontsize=11;',
+        '  node [shape=box, style="rounded,filled", fillcolor="#fff3cd", fontname="Helvetica",'
+        " fontsize=10, height=0.3];",
+        '  edge [fontname="Helvetica", fontsize=9, arrowsize=0.6];',
     ]
-    systems: set[str] = set()
+    leaves: dict[str, str] = {}  # node id -> attributes, drawn once
     edges: list[str] = []
+    kinds: set[Kind] = set()
     for base, members in groupby(chosen, key=lambda p: p.base):
         out.append(f"  subgraph {_quote('cluster_' + base)} {{")
-        out.append(f"    label={_quote(base)};")
+        out.append(f'    label={_quote(base)}; style=rounded; color="#adb5bd";')
         for package in members:
-            style = _DOT_STYLE.get(package.kind, "")
-            label = f"{package.name(fmt)}\\n{package.kind.label}"
-            out.append(
-                f'    {_quote(package.key)} [label="{label}"{", " + style if style else ""}];'
-            )
-            for req in (r for dep in package.relations(fmt).depends for r in dep):
-                if req.target is None:
-                    systems.add(req.render(fmt))
-                    edges.append(f"  {_quote(package.key)} -> {_quote(req.render(fmt))};")
-                elif req.target in keys:
-                    attrs = f' [label="{req.op}"]' if req.op else ""
-                    edges.append(f"  {_quote(package.key)} -> {_quote(req.target)}{attrs};")
+            kinds.add(package.kind)
+            fill = _FILL.get(package.kind, _META_FILL)
+            bold = ", penwidth=2.5" if package.key == focus else ""
+            label = _label(package.name(fmt), package.kind.label)
+            out.append(f'    {_quote(package.key)} [label={label}, fillcolor="{fill}"{bold}];')
+            for field, deps in package.relations(fmt).dependency_lists():
+                for i, dep in enumerate(deps):
+                    edges += _relation_edges(plan, package, field, i, dep, fmt, drawn, leaves)
         out.append("  }")
-    out += [f"  {_quote(s)} [shape=ellipse, style=dashed];" for s in sorted(systems)]
+    out += [f"  {node} [{attributes}];" for node, attributes in leaves.items()]
     out += edges
+    if legend:
+        out += _legend(kinds, any('class="choice"' in e for e in edges))
     out.append("}")
     return "\n".join(out) + "\n"
 
 
+def _relation_edges(
+    plan: ReleasePlan,
+    package: PlannedPackage,
+    field: str,
+    index: int,
+    dep: Dep,
+    fmt: str,
+    drawn: set[str],
+    leaves: dict[str, str],
+) -> list[str]:
+    """The edges of one relation: straight to its package, or through a choice node."""
+    style = f'style={EDGE_STYLES[field]}, class="{field}"'
+    source = _quote(package.key)
+    targets = [_node(plan, req, fmt, drawn, leaves) for req in dep]
+    if len(dep) == 1:
+        return [f"  {source} -> {targets[0]} [{style}{_pin(plan, dep[0])}];"]
+    choice = _quote(f"choice:{package.key}:{field}:{index}")
+    leaves[choice] = _CHOICE
+    lines = [f"  {source} -> {choice} [{style}, arrowhead=none];"]
+    lines += [
+        f'  {choice} -> {target} [style={EDGE_STYLES[field]}, class="choice"{_pin(plan, req)}];'
+        for req, target in zip(dep, targets, strict=True)
+    ]
+    return lines
+
+
+def _node(plan: ReleasePlan, req: Req, fmt: str, drawn: set[str], leaves: dict[str, str]) -> str:
+    """The node an alternative points at, added to ``leaves`` if it is not drawn."""
+    if req.target is not None:
+        node = _quote(req.target)
+        if req.target not in drawn:
+            leaves[node] = f"label={_quote(plan.by_key[req.target].name(fmt))}, {_LEAF}"
+        return node
+    node = _quote("system:" + req.name)
+    leaves[node] = f"label={_quote(req.name)}, {_SYSTEM}"
+    return node
+
+
+def _pin(plan: ReleasePlan, req: Req) -> str:
+    """The edge label of a version constraint: "=" or "≥", with the version if it is
+    not the release's own."""
+    op, version = req.op, req.version
+    if op is None and req.text and req.text != req.name:
+        # A system relation kept verbatim: "python3 (>= 3.6.8)" or "python3 >= 3.6.8".
+        op, _, version = req.text[len(req.name) :].strip(" ()").partition(" ")
+        op = _FROM_TEXT.get(op, op)
+    if not op:
+        return ""
+    shown = _OPERATORS.get(op, op)
+    if version and version != plan.full_version:
+        shown += " " + version
+    return f", label={_quote(shown)}"
+
+
+_FROM_TEXT = {"<<": "<", ">>": ">"}
+
+
+def _legend(kinds: set[Kind], choices: bool) -> list[str]:
+    out = [
+        '  subgraph "cluster_legend" {',
+        '    label="legend"; style=rounded; color="#adb5bd"; fontsize=10;',
+        '    node [shape=plaintext, style="", fontsize=9, height=0.2];',
+    ]
+    for kind in Kind:
+        if kind in kinds:
+            fill = _FILL.get(kind, _META_FILL)
+            out.append(
+                f'    "legend:{kind}" [label={_quote(kind.label)}, shape=box, '
+                f'style="rounded,filled", fillcolor="{fill}"];'
+            )
+    samples = [
+        ("depends", "solid", "Depends (= pins the release)"),
+        ("recommends", "dashed", "Recommends"),
+        ("suggests", "dotted", "Suggests"),
+    ]
+    for name, style, text in samples:
+        out.append(f'    "legend:{name}:a" [label=""]; "legend:{name}:b" [label={_quote(text)}];')
+        out.append(
+            f'    "legend:{name}:a" -> "legend:{name}:b" [style={style}, class="legend"'
+            + (', label="="' if name == "depends" else "")
+            + "];"
+        )
+    if choices:
+        out.append(f'    "legend:choice" [{_CHOICE}];')
+        out.append('    "legend:choice:text" [label="alternatives: any one of its arrows"];')
+        out.append('    "legend:choice" -> "legend:choice:text" [style=invis, class="legend"];')
+    out.append("  }")
+    return out
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return f'"{_escape(text)}"'
+
+
+def _label(*lines: str) -> str:
+    """A quoted label of several lines."""
+    return '"' + "\\n".join(_escape(line) for line in lines) + '"'
+
+
+def family(plan: ReleasePlan, name: str) -> tuple[str | None, list[PlannedPackage]]:
+    """What a drawing of ``name`` shows: the package to highlight (None for a base) and
+    every package of its base."""
+    package = plan.get(name)
+    members = plan.family(package.base if package is not None else name)
+    if not members:
+        raise KeyError(name)
+    return (package.key if package is not None else None), members
 
 
 def reachable(plan: ReleasePlan, root: str, fmt: str = "deb") -> list[PlannedPackage]:
