@@ -11,9 +11,25 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from itertools import groupby
+from typing import Any
 
-from gfxpack.plan.model import Dep, Kind, PlannedPackage, ReleasePlan, Req, render
+from gfxpack.errors import GfxpackError
+from gfxpack.plan.model import (
+    Dep,
+    Kind,
+    Mode,
+    Note,
+    PackageRelations,
+    PinPolicy,
+    PlannedPackage,
+    Reason,
+    ReleasePlan,
+    Req,
+    Severity,
+    render,
+)
 from gfxpack.plan.naming import FORMATS
+from gfxpack.relations import Relation, parse_deb, parse_rpm
 
 # --- tree --------------------------------------------------------------------
 
@@ -213,6 +229,81 @@ def _package_json(package: PlannedPackage) -> dict:
             fields[key] = [render(dep, fmt) for dep in getattr(relations, list_name)]
         entry[fmt] = fields
     return entry
+
+
+class InvalidPlanJson(GfxpackError, ValueError):
+    """A file that is not the plan JSON contract."""
+
+
+def from_json(data: object, source: str) -> ReleasePlan:
+    """A plan back from its JSON contract (``plan --format json``, or the ``plan`` of a
+    build's index.json), relations re-linked to the planned packages they name.
+    ``source`` names the file in errors. Package specs are not part of the contract:
+    the plan is for drawing and comparing, not for building."""
+    try:
+        return _from_json(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise InvalidPlanJson(
+            f"{source}: not a gfxpack plan (plan --format json): {type(e).__name__}: {e}"
+        ) from None
+
+
+def _from_json(data: Any) -> ReleasePlan:
+    entries = data["packages"]
+    keys = {fmt: {entry[fmt]["name"]: entry["name"] for entry in entries} for fmt in FORMATS}
+    packages = tuple(
+        PlannedPackage(
+            key=entry["name"],
+            base=entry["base"],
+            kind=Kind(entry["kind"]),
+            arch=entry["arch"],
+            has_files=bool(entry["has_files"]),
+            deb=_relations_from_json(entry["deb"], "deb", keys["deb"]),
+            rpm=_relations_from_json(entry["rpm"], "rpm", keys["rpm"]),
+        )
+        for entry in entries
+    )
+    return ReleasePlan(
+        rocm_version=data["rocm_version"],
+        release=data["release"],
+        mode=Mode(data["mode"]),
+        targets=tuple(data["targets"]),
+        arches=tuple(data.get("arches", data["targets"])),
+        prefix=data.get("prefix", ""),
+        variant=data.get("variant", ""),
+        pin_policy=PinPolicy(data.get("pin_policy", "family")),
+        packages=packages,
+        notes=tuple(
+            Note(Severity(note["severity"]), note["message"], tuple(note["packages"]))
+            for note in data.get("notes", ())
+        ),
+    )
+
+
+def _relations_from_json(fields: Any, fmt: str, keys: dict[str, str]) -> PackageRelations:
+    parse = parse_deb if fmt == "deb" else parse_rpm
+    lists: dict[str, tuple[Dep, ...]] = {}
+    for list_name in _LISTS:
+        key = _RPM_FIELDS.get(list_name, list_name) if fmt == "rpm" else list_name
+        declared = list_name in ("provides", "conflicts", "replaces")
+        lists[list_name] = tuple(
+            _dep_from_relation(parse(text), keys, declared) for text in fields.get(key, ())
+        )
+    return PackageRelations(name=fields["name"], **lists)
+
+
+def _dep_from_relation(relation: Relation, keys: dict[str, str], declared: bool) -> Dep:
+    if relation.opaque is not None:
+        return (Req(relation.opaque, text=relation.opaque),)
+    reqs = []
+    for atom in relation.atoms:
+        target = keys.get(atom.name)
+        if declared or target is not None:
+            reason = Reason.DECLARED if declared else Reason.MEMBER
+            reqs.append(Req(atom.name, target, atom.op, atom.version, reason))
+        else:
+            reqs.append(Req(atom.name, text=atom.text))
+    return tuple(reqs)
 
 
 def dumps(data: dict) -> str:
