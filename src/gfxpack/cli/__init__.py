@@ -31,4 +31,5 @@ from gfxpack.cli import (  # noqa: E402, F401
     plan_cmd,
     repo_cmd,
     verify_cmd,
+    why_cmd,
 )
