@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gfxpack.inventory import Inventory, Package
+from gfxpack.units import human
 
 FIELDS = ("depends", "recommends")
 HOST = "host"  # the size group of packages of no GPU arch
@@ -80,9 +81,9 @@ def compare(old: Inventory, new: Inventory) -> Diff:
         diff.not_compared.append("files")
     if _all_known(old, new, "download") and _all_known(old, new, "installed"):
         diff.packages = [
-            change
+            resized
             for name in sorted(before.keys() | after.keys())
-            if (change := _size(name, [before.get(name)], [after.get(name)])) is not None
+            if (resized := _size(name, [before.get(name)], [after.get(name)])) is not None
         ]
         diff.arches = _arch_sizes(old, new)
     else:
@@ -219,16 +220,3 @@ def _delta(sizes: tuple[int, int]) -> str:
     if old == new:
         return f"{human(new)} (unchanged)"
     return f"{human(old)} -> {human(new)} ({'+' if new > old else '-'}{human(abs(new - old))})"
-
-
-def human(size: int) -> str:
-    """
-    >>> human(512), human(1536), human(3 * 1024**3)
-    ('512 B', '1.5 KiB', '3.0 GiB')
-    """
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")

@@ -376,6 +376,13 @@ def dot(
     return "\n".join(out) + "\n"
 
 
+def legend() -> str:
+    """The legend alone, every kind and style in it: for a page of many pictures drawn
+    with ``legend=False``."""
+    header = ['digraph "legend" {', '  rankdir=LR; fontname="Helvetica";']
+    return "\n".join([*header, *_legend(set(Kind), True), "}"]) + "\n"
+
+
 def _relation_edges(
     plan: ReleasePlan,
     package: PlannedPackage,
@@ -437,15 +444,17 @@ def _legend(kinds: set[Kind], choices: bool) -> list[str]:
     out = [
         '  subgraph "cluster_legend" {',
         '    label="legend"; style=rounded; color="#adb5bd"; fontsize=10;',
-        '    node [shape=plaintext, style="", fontsize=9, height=0.2];',
+        '    node [shape=plaintext, style="", fontname="Helvetica", fontsize=9, height=0.2];',
+        '    edge [fontname="Helvetica", fontsize=9, arrowsize=0.6];',
     ]
-    for kind in Kind:
-        if kind in kinds:
-            fill = _FILL.get(kind, _META_FILL)
-            out.append(
-                f'    "legend:{kind}" [label={_quote(kind.label)}, shape=box, '
-                f'style="rounded,filled", fillcolor="{fill}"];'
-            )
+    cells = "".join(
+        f'<td border="1" style="rounded" bgcolor="{_FILL.get(kind, _META_FILL)}">{kind.label}</td>'
+        for kind in Kind
+        if kind in kinds
+    )
+    out.append(
+        f'    "legend:kinds" [label=<<table border="0" cellspacing="3"><tr>{cells}</tr></table>>];'
+    )
     samples = [
         ("depends", "solid", "Depends (= pins the release)"),
         ("recommends", "dashed", "Recommends"),
@@ -462,6 +471,8 @@ def _legend(kinds: set[Kind], choices: bool) -> list[str]:
         out.append(f'    "legend:choice" [{_CHOICE}];')
         out.append('    "legend:choice:text" [label="alternatives: any one of its arrows"];')
         out.append('    "legend:choice" -> "legend:choice:text" [style=invis, class="legend"];')
+    # The kinds in the column of the texts, so the sample edges stay short.
+    out.append('    {rank=same; "legend:kinds"; "legend:depends:b";}')
     out.append("  }")
     return out
 

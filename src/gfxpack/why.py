@@ -126,9 +126,10 @@ def _newest(universe: Universe, candidates: list[int]) -> int:
     import solv
 
     def compare(a: int, b: int) -> int:
-        return universe.pool.evrcmp(
+        order: int = universe.pool.evrcmp(
             universe.name_evr(a)[1], universe.name_evr(b)[1], solv.EVRCMP_COMPARE
         )
+        return order
 
     best = candidates[0]
     for candidate in candidates[1:]:

@@ -30,6 +30,7 @@ from gfxpack.cli import (  # noqa: E402, F401
     kpack_cmd,
     plan_cmd,
     repo_cmd,
+    report_cmd,
     verify_cmd,
     why_cmd,
 )
