@@ -188,3 +188,19 @@ def test_errors_exit_2(tmp_path):
     assert status == 2 and output.startswith(f"error: {tmp_path / 'y.json'}: not a gfxpack plan")
     status, output = diff(str(tmp_path), str(tmp_path))
     assert status == 2 and "neither a build directory" in output
+
+
+def test_a_symlink_out_of_the_build_is_not_followed(example_release, tmp_path):
+    build = tmp_path / "build"
+    build.mkdir()
+    index = json.loads((example_release.out / "index.json").read_text())
+    index["files"] = [f for f in index["files"] if f["format"] == "deb"][:1]
+    (build / "index.json").write_text(json.dumps(index))
+    outside = example_release.out / index["files"][0]["file"]
+    (build / index["files"][0]["file"]).symlink_to(outside)
+    status, output = diff(str(build), str(build))
+    assert status == 2
+    assert output == (
+        f"error: {build / index['files'][0]['file']}: leads outside {build} (a symlink?); "
+        "not read\n"
+    )

@@ -162,3 +162,11 @@ def test_missing_dot_is_one_clear_error(monkeypatch, tmp_path):
     )
     # The source needs no Graphviz.
     assert CliRunner().invoke(cli, [*PLAN, "--format", "dot", "--all"]).exit_code == 0
+
+
+def test_all_is_only_for_pictures():
+    result = CliRunner().invoke(cli, [*PLAN, "--format", "tree", "--all"])
+    assert result.exit_code == 1
+    assert (
+        result.output == "error: --all is for the pictures (--format dot, svg or png), not tree\n"
+    )

@@ -192,5 +192,18 @@ def test_errors_are_one_line(tmp_path, example_release):
     )
     (tmp_path / "index.json").write_text('{"files": [{"package": 1}], "plan": {}}')
     assert fails("--build", str(tmp_path), "--json") == (
-        f"error: {tmp_path / 'index.json'}: /files/0: expected package, format and size\n"
+        f"error: {tmp_path / 'index.json'}: /files/0: expected package, format, size and "
+        "installed_size\n"
+    )
+
+
+def test_a_file_the_plan_does_not_have(tmp_path, example_release):
+    index = json.loads((example_release.out / "index.json").read_text())
+    index["files"].append({**index["files"][0], "package": "amdrocm-stray8.2"})
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    result = CliRunner().invoke(cli, ["report", "--build", str(tmp_path), "--json"])
+    assert result.exit_code == 1
+    assert result.output == (
+        f"error: {tmp_path / 'index.json'}: lists a file of amdrocm-stray8.2, which its plan "
+        "has not\n"
     )

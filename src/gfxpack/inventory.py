@@ -135,7 +135,7 @@ def from_build(build: Path, fmt: str) -> Inventory:
     for name, kind in listed:
         if "/" in name or name.startswith("."):
             raise InventoryError(f"{index}: file {name!r} is not a file of the build directory")
-        package = read_package(build / name, fmt, kind)
+        package = read_package(build / name, fmt, kind, build)
         packages[package.name] = package
     return Inventory(str(build), "build", fmt, packages)
 
@@ -158,11 +158,14 @@ def from_repository(root: Path, fmt: str) -> Inventory:
         location = universe.location(solvable)
         if location.startswith("/") or ".." in Path(location).parts:
             raise InventoryError(f"{universe.label}: {name} is listed at {location!r}, outside it")
-        packages[name] = read_package(universe.root / location, fmt, None)
+        packages[name] = read_package(universe.root / location, fmt, None, universe.root)
     return Inventory(str(root), "repository", fmt, packages)
 
 
-def read_package(path: Path, fmt: str, kind: str | None) -> Package:
+def read_package(path: Path, fmt: str, kind: str | None, root: Path | None = None) -> Package:
+    """The package file at ``path``, which must stay inside ``root`` (no symlink out)."""
+    if root is not None and not path.resolve().is_relative_to(root.resolve()):
+        raise InventoryError(f"{path}: leads outside {root} (a symlink?); not read")
     try:
         download = path.stat().st_size
     except OSError as e:

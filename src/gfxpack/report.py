@@ -136,6 +136,11 @@ def make(build: Path, fmt: str | None = None, repo: Path | None = None) -> Repor
     missing = [p.key for p in plan.packages if p.key not in sizes]
     if missing:
         raise ReportError(f"{build / INDEX}: its plan has {missing[0]}, but no {fmt} file of it")
+    unplanned = [f["package"] for f in files if f["package"] not in plan.by_key]
+    if unplanned:
+        raise ReportError(
+            f"{build / INDEX}: lists a file of {unplanned[0]}, which its plan has not"
+        )
     if repo is None:
         resolver: Resolver = lambda key: install_set(plan, key, fmt)  # noqa: E731
         how = "the plan's Depends and Recommends"
@@ -171,8 +176,8 @@ def make(build: Path, fmt: str | None = None, repo: Path | None = None) -> Repor
         biggest=[
             {
                 "package": plan.by_key[f["package"]].name(fmt),
-                "kind": f["kind"],
-                "arch": f["arch"],
+                "kind": str(plan.by_key[f["package"]].kind),
+                "arch": plan.by_key[f["package"]].arch,
                 "download": f["size"],
                 "installed": f.get("installed_size", 0),
             }
@@ -200,11 +205,17 @@ def _read_index(build: Path) -> dict[str, Any]:
     if "plan" not in data:
         raise ReportError(f"{path}: records no plan (built by an older gfxpack); build it again")
     for i, item in enumerate(data["files"]):
-        if not isinstance(item, dict) or not all(
-            isinstance(item.get(k), t)
-            for k, t in (("package", str), ("format", str), ("size", int))
+        if (
+            not isinstance(item, dict)
+            or not all(
+                isinstance(item.get(k), t)
+                for k, t in (("package", str), ("format", str), ("size", int))
+            )
+            or not isinstance(item.get("installed_size", 0), int)
         ):
-            raise ReportError(f"{path}: /files/{i}: expected package, format and size")
+            raise ReportError(
+                f"{path}: /files/{i}: expected package, format, size and installed_size"
+            )
     return data
 
 

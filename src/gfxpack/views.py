@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from itertools import groupby
-from typing import Any
+from typing import TypeVar
 
 from gfxpack.errors import GfxpackError
 from gfxpack.plan.model import (
@@ -29,7 +29,9 @@ from gfxpack.plan.model import (
     render,
 )
 from gfxpack.plan.naming import FORMATS
-from gfxpack.relations import Relation, parse_deb, parse_rpm
+from gfxpack.relations import InvalidRelation, Relation, parse_deb, parse_rpm
+
+StrEnumT = TypeVar("StrEnumT", Kind, Mode, PinPolicy, Severity)
 
 # --- tree --------------------------------------------------------------------
 
@@ -241,55 +243,116 @@ def from_json(data: object, source: str) -> ReleasePlan:
     ``source`` names the file in errors. Package specs are not part of the contract:
     the plan is for drawing and comparing, not for building."""
     try:
-        return _from_json(data)
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise InvalidPlanJson(
-            f"{source}: not a gfxpack plan (plan --format json): {type(e).__name__}: {e}"
-        ) from None
+        return _from_json(_Json(data))
+    except _Unexpected as e:
+        raise InvalidPlanJson(f"{source}: not a gfxpack plan (plan --format json): {e}") from None
 
 
-def _from_json(data: Any) -> ReleasePlan:
-    entries = data["packages"]
-    keys = {fmt: {entry[fmt]["name"]: entry["name"] for entry in entries} for fmt in FORMATS}
+class _Unexpected(ValueError):
+    pass
+
+
+class _Json:
+    """A JSON value and its JSON pointer; each accessor says what it expected."""
+
+    def __init__(self, value: object, pointer: str = "") -> None:
+        self.value, self.pointer = value, pointer
+
+    def _fail(self, expected: str) -> _Unexpected:
+        shown = json.dumps(self.value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        return _Unexpected(f"{self.pointer or '/'}: expected {expected}, got {shown}")
+
+    def __getitem__(self, key: str) -> _Json:
+        if not isinstance(self.value, dict):
+            raise self._fail("an object")
+        if key not in self.value:
+            raise _Unexpected(f"{self.pointer or '/'}: no {key!r}")
+        return _Json(self.value[key], f"{self.pointer}/{key}")
+
+    def get(self, key: str, default: object) -> _Json:
+        if isinstance(self.value, dict) and key not in self.value:
+            return _Json(default, f"{self.pointer}/{key}")
+        return self[key]
+
+    def items(self) -> list[_Json]:
+        if not isinstance(self.value, list):
+            raise self._fail("a list")
+        return [_Json(v, f"{self.pointer}/{i}") for i, v in enumerate(self.value)]
+
+    def text(self) -> str:
+        if not isinstance(self.value, str):
+            raise self._fail("a string")
+        return self.value
+
+    def optional_text(self) -> str | None:
+        return None if self.value is None else self.text()
+
+    def texts(self) -> tuple[str, ...]:
+        return tuple(item.text() for item in self.items())
+
+    def choice(self, kind: type[StrEnumT]) -> StrEnumT:
+        try:
+            return kind(self.text())
+        except ValueError:
+            raise self._fail(" or ".join(repr(str(k)) for k in kind)) from None
+
+
+def _from_json(data: _Json) -> ReleasePlan:
+    entries = data["packages"].items()
+    keys = {
+        fmt: {entry[fmt]["name"].text(): entry["name"].text() for entry in entries}
+        for fmt in FORMATS
+    }
     packages = tuple(
         PlannedPackage(
-            key=entry["name"],
-            base=entry["base"],
-            kind=Kind(entry["kind"]),
-            arch=entry["arch"],
-            has_files=bool(entry["has_files"]),
+            key=entry["name"].text(),
+            base=entry["base"].text(),
+            kind=entry["kind"].choice(Kind),
+            arch=entry["arch"].optional_text(),
+            has_files=bool(entry["has_files"].value),
             deb=_relations_from_json(entry["deb"], "deb", keys["deb"]),
             rpm=_relations_from_json(entry["rpm"], "rpm", keys["rpm"]),
         )
         for entry in entries
     )
+    if len(keys["rpm"]) != len(packages):
+        raise _Unexpected("/packages: two packages have one name")
+    targets = data["targets"].texts()
     return ReleasePlan(
-        rocm_version=data["rocm_version"],
-        release=data["release"],
-        mode=Mode(data["mode"]),
-        targets=tuple(data["targets"]),
-        arches=tuple(data.get("arches", data["targets"])),
-        prefix=data.get("prefix", ""),
-        variant=data.get("variant", ""),
-        pin_policy=PinPolicy(data.get("pin_policy", "family")),
+        rocm_version=data["rocm_version"].text(),
+        release=data["release"].text(),
+        mode=data["mode"].choice(Mode),
+        targets=targets,
+        arches=data.get("arches", list(targets)).texts(),
+        prefix=data.get("prefix", "").text(),
+        variant=data.get("variant", "").text(),
+        pin_policy=data.get("pin_policy", "family").choice(PinPolicy),
         packages=packages,
         notes=tuple(
-            Note(Severity(note["severity"]), note["message"], tuple(note["packages"]))
-            for note in data.get("notes", ())
+            Note(
+                note["severity"].choice(Severity), note["message"].text(), note["packages"].texts()
+            )
+            for note in data.get("notes", []).items()
         ),
     )
 
 
-def _relations_from_json(fields: Any, fmt: str, keys: dict[str, str]) -> PackageRelations:
+def _relations_from_json(fields: _Json, fmt: str, keys: dict[str, str]) -> PackageRelations:
     parse = parse_deb if fmt == "deb" else parse_rpm
     lists: dict[str, tuple[Dep, ...]] = {}
     for list_name in _LISTS:
         key = _RPM_FIELDS.get(list_name, list_name) if fmt == "rpm" else list_name
         declared = list_name in ("provides", "conflicts", "replaces")
-        lists[list_name] = tuple(
-            _dep_from_relation(parse(text), keys, declared) for text in fields.get(key, ())
-        )
-    return PackageRelations(name=fields["name"], **lists)
+        deps = []
+        for item in fields.get(key, []).items():
+            try:
+                relation = parse(item.text())
+            except InvalidRelation as e:
+                raise _Unexpected(f"{item.pointer}: {e}") from None
+            deps.append(_dep_from_relation(relation, keys, declared))
+        lists[list_name] = tuple(deps)
+    return PackageRelations(name=fields["name"].text(), **lists)
 
 
 def _dep_from_relation(relation: Relation, keys: dict[str, str], declared: bool) -> Dep:

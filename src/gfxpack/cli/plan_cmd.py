@@ -120,6 +120,8 @@ def plan_command(
     release_plan = plan(config.packages, targets, rocm_version, release, options)
     if not quiet:
         print_notes(config.warnings, release_plan, verbose)
+    if whole and output not in GRAPHS:
+        raise GfxpackError(f"--all is for the pictures (--format dot, svg or png), not {output}")
     if output in GRAPHS:
         _write(_draw(release_plan, output, package, whole, pkg_type), output_path)
     else:
