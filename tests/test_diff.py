@@ -204,3 +204,21 @@ def test_a_symlink_out_of_the_build_is_not_followed(example_release, tmp_path):
         f"error: {build / index['files'][0]['file']}: leads outside {build} (a symlink?); "
         "not read\n"
     )
+
+
+@pytest.mark.parametrize("fmt", ["deb", "rpm"])
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_a_damaged_package_is_one_error_line(example_release, tmp_path, fmt, damage):
+    build = tmp_path / "build"
+    build.mkdir()
+    index = json.loads((example_release.out / "index.json").read_text())
+    index["files"] = [f for f in index["files"] if f["format"] == fmt][:1]
+    (build / "index.json").write_text(json.dumps(index))
+    name = index["files"][0]["file"]
+    data = (example_release.out / name).read_bytes()
+    cut = {"truncated": data[: len(data) // 2], "garbage": data[:8] + bytes(range(256)) * 4}
+    data = cut[damage]
+    (build / name).write_bytes(data)
+    status, output = diff(str(build), str(build), "--format", fmt)
+    assert status == 2
+    assert output.startswith(f"error: {build / name}") and output.count("\n") == 1, output

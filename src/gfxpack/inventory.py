@@ -178,6 +178,8 @@ def _read_deb(path: Path, kind: str | None, download: int) -> Package:
         control_text, paths = read_deb(str(path))
     except InvalidDeb as e:
         raise InventoryError(str(e)) from None
+    except (ValueError, EOFError) as e:  # a corrupt ar header or control text
+        raise InventoryError(f"{path}: not a readable Debian package: {e}") from None
     control = parse_stanzas(control_text)[0] if control_text.strip() else {}
     name, version = control.get("Package"), control.get("Version")
     if not name or not version:
