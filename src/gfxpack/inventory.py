@@ -62,7 +62,9 @@ class Inventory:
 Planner = Callable[[Path], ReleasePlan]
 
 
-def load(path: Path, fmt: str, planner: Planner | None = None) -> Inventory:
+def load(
+    path: Path, fmt: str, planner: Planner | None = None, suite: str | None = None
+) -> Inventory:
     """A plan file (``plan --format json``, or a package.json when ``planner`` is
     given), a build directory (its index.json) or a repository (apt or rpm-md)."""
     if path.is_dir():
@@ -71,7 +73,7 @@ def load(path: Path, fmt: str, planner: Planner | None = None) -> Inventory:
         from gfxpack.verify.universe import locate
 
         if locate(path, fmt) is not None:
-            return from_repository(path, fmt)
+            return from_repository(path, fmt, suite)
         raise InventoryError(
             f"{path}: neither a build directory (no {INDEX}) nor a {fmt} repository "
             "(no dists/ or repodata/, no apt/ or rpm/)"
@@ -140,14 +142,14 @@ def from_build(build: Path, fmt: str) -> Inventory:
     return Inventory(str(build), "build", fmt, packages)
 
 
-def from_repository(root: Path, fmt: str) -> Inventory:
+def from_repository(root: Path, fmt: str, suite: str | None = None) -> Inventory:
     """The newest version of every package name of the repository, read from its file."""
     import solv
 
     from gfxpack.verify.system import read_system
     from gfxpack.verify.universe import load as load_universe
 
-    universe = load_universe(root, fmt, read_system(None, fmt))
+    universe = load_universe(root, fmt, read_system(None, fmt), suite)
     newest: dict[str, Any] = {}
     for solvable in universe.packages():
         seen = newest.get(solvable.name)

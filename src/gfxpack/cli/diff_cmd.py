@@ -31,6 +31,7 @@ SAME, DIFFERENT, TROUBLE = 0, 1, 2
     type=click.Choice(["deb", "rpm"]),
     help="Which format's packages to compare (names, dependencies, files and sizes differ).",
 )
+@click.option("--suite", help="apt suite of a repository that has more than one.")
 @click.option("--json", "as_json", is_flag=True, help="Print the differences as JSON.")
 @click.option(
     "--exit-code",
@@ -63,6 +64,7 @@ def diff_command(
     old: Path,
     new: Path,
     fmt: str,
+    suite: str | None,
     as_json: bool,
     exit_code: bool,
     targets: tuple[str, ...],
@@ -100,7 +102,7 @@ def diff_command(
 
     try:
         result = diff_module.compare(
-            inventory.load(old, fmt, planner), inventory.load(new, fmt, planner)
+            inventory.load(old, fmt, planner, suite), inventory.load(new, fmt, planner, suite)
         )
     except GfxpackError as e:
         for line in str(e).splitlines():
