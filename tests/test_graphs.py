@@ -170,3 +170,22 @@ def test_all_is_only_for_pictures():
     assert (
         result.output == "error: --all is for the pictures (--format dot, svg or png), not tree\n"
     )
+
+
+def test_core_leaves_boxed_by_arch(example_plan):
+    focus, members = views.family(example_plan, "amdrocm-core")
+    graph = json.loads(graphviz.render(views.dot(example_plan, members, "deb", focus), "json"))
+    objects = graph["objects"]
+    boxes = {
+        o["name"]: {objects[i]["name"] for i in o.get("nodes", [])}
+        for o in objects
+        if o["name"].startswith("cluster_leaves_")
+    }
+    assert set(boxes) == {f"cluster_leaves_{arch}" for arch in EXAMPLE_TARGETS}
+    assert boxes["cluster_leaves_gfx942"] == {
+        r.target
+        for dep in example_plan.get("amdrocm-core8.2-gfx942").deb.depends
+        for r in dep
+        if r.target and example_plan.by_key[r.target].arch == "gfx942"
+    }
+    assert "amdrocm-llvm8.2" not in set().union(*boxes.values())

@@ -431,7 +431,7 @@ def dot(
                 for i, dep in enumerate(deps):
                     edges += _relation_edges(plan, package, field, i, dep, fmt, drawn, leaves)
         out.append("  }")
-    out += [f"  {node} [{attributes}];" for node, attributes in leaves.items()]
+    out += _leaf_groups(plan, leaves)
     out += edges
     if legend:
         out += _legend(kinds, any('class="choice"' in e for e in edges))
@@ -444,6 +444,25 @@ def legend() -> str:
     with ``legend=False``."""
     header = ['digraph "legend" {', '  rankdir=LR; fontname="Helvetica";']
     return "\n".join([*header, *_legend(set(Kind), True), "}"]) + "\n"
+
+
+def _leaf_groups(plan: ReleasePlan, leaves: dict[str, str]) -> list[str]:
+    """The leaves, those of a GPU arch boxed together by arch when several arches
+    have several: a family that reaches many packages per arch (an arch meta per
+    target) then reads as one column per arch."""
+    by_arch: dict[str | None, list[str]] = {}
+    for node, attributes in leaves.items():
+        package = plan.by_key.get(node[1:-1])
+        by_arch.setdefault(package.arch if package else None, []).append(f"{node} [{attributes}];")
+    out = [f"  {line}" for line in by_arch.pop(None, [])]
+    if len(by_arch) < 2 or max(len(lines) for lines in by_arch.values()) < 2:
+        return out + [f"  {line}" for lines in by_arch.values() for line in lines]
+    for arch, lines in by_arch.items():
+        out.append(f'  subgraph "cluster_leaves_{arch}" {{')
+        out.append(f'    label="{arch}"; style="rounded,dashed"; color="#ced4da"; fontsize=9;')
+        out += [f"    {line}" for line in lines]
+        out.append("  }")
+    return out
 
 
 def _relation_edges(
