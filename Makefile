@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # Debian tools the tests drive: command -> package.
 DEB_TOOLS := dot:graphviz rpm:rpm rpmkeys:rpm rpm2cpio:rpm2cpio cpio:cpio lintian:lintian \
-	gpg:gpg gpgv:gpgv apt-get:apt
+	gpg:gpg gpgv:gpgv apt-get:apt chromium:chromium
 
 .PHONY: demo test lint bench fuzz system-tools clean
 
@@ -40,10 +40,13 @@ demo: $(STAMP)
 	$(VENV)/bin/gfxpack repo --in $(DEMO)/packages --out $(DEMO)/repo
 	$(VENV)/bin/gfxpack verify --repo $(DEMO)/repo --install amdrocm-core8.2-gfx942 --format deb
 	$(VENV)/bin/gfxpack verify --repo $(DEMO)/repo --install amdrocm-core --quiet
+	$(VENV)/bin/gfxpack why --repo $(DEMO)/repo --install amdrocm-dnn8.2-gfx942 \
+	    amdrocm-solver8.2-gfx942 --format deb
 	$(VENV)/bin/gfxpack descriptors list-engines --root examples/descriptors --device gfx942 \
 	    --symbols examples/descriptor-symbols.json
 	$(VENV)/bin/gfxpack descriptors lint --root examples/descriptors \
 	    --symbols examples/descriptor-symbols.json | tail -n 1
+	$(VENV)/bin/gfxpack report --build $(DEMO)/packages --repo $(DEMO)/repo --html $(DEMO)/report.html
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench examples

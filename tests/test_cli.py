@@ -99,6 +99,7 @@ def test_dot_for_one_package():
     result = run(*BASE, "--format", "dot", "--package", "amdrocm-developer-tools")
     assert result.stdout.startswith('digraph "gfxpack 8.2.0-1" {')
     assert "amdrocm-blas" not in result.stdout
+    assert "cluster_amdrocm-profiler" not in result.stdout  # a dependency, drawn as a leaf
 
 
 def test_pkg_type_rpm_and_options():

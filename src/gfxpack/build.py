@@ -29,6 +29,7 @@ from gfxpack.formats.compress import Compression
 from gfxpack.formats.payload import Entry, installed_size
 from gfxpack.plan import PlannedPackage, ReleasePlan, render
 from gfxpack.scripts import scripts_for
+from gfxpack.views import to_json
 
 # 2024-01-01T00:00:00Z: the timestamp of every build that sets no SOURCE_DATE_EPOCH.
 DEFAULT_EPOCH = 1_704_067_200
@@ -62,6 +63,9 @@ class BuiltFile:
     size: int
     sha256: str
     seconds: float
+    # Bytes the package puts on disk (directories excepted): what RPM's SIZE says,
+    # and DEB's Installed-Size before it is rounded up to KiB.
+    installed_size: int = 0
 
 
 def package_info(
@@ -151,7 +155,15 @@ def build(
     def record(package: PlannedPackage, fmt: str, result: tuple) -> None:
         name, size, sha256, seconds = result
         item = BuiltFile(
-            name, package.key, str(package.kind), package.arch, fmt, size, sha256, round(seconds, 4)
+            name,
+            package.key,
+            str(package.kind),
+            package.arch,
+            fmt,
+            size,
+            sha256,
+            round(seconds, 4),
+            installed_size(routed.get(package.key, ())),
         )
         built.append(item)
         if on_built:
@@ -220,6 +232,9 @@ def _write_index(out: Path, plan: ReleasePlan, built: list[BuiltFile]) -> None:
         "mode": str(plan.mode),
         "targets": list(plan.targets),
         "files": [asdict(item) for item in built],
+        # The plan the packages were built from (plan --format json), notes included:
+        # what report and diff read instead of re-planning.
+        "plan": to_json(plan),
     }
     partial = out / f".{INDEX}.partial"
     partial.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")

@@ -13,9 +13,27 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from itertools import groupby
+from typing import TypeVar
 
-from gfxpack.plan.model import Kind, PlannedPackage, ReleasePlan, Req, render
+from gfxpack.errors import GfxpackError
+from gfxpack.plan.model import (
+    Dep,
+    Kind,
+    Mode,
+    Note,
+    PackageRelations,
+    PinPolicy,
+    PlannedPackage,
+    Reason,
+    ReleasePlan,
+    Req,
+    Severity,
+    render,
+)
 from gfxpack.plan.naming import FORMATS
+from gfxpack.relations import InvalidRelation, Relation, parse_deb, parse_rpm
+
+StrEnumT = TypeVar("StrEnumT", Kind, Mode, PinPolicy, Severity)
 
 # --- tree --------------------------------------------------------------------
 
@@ -225,58 +243,353 @@ def _package_json(package: PlannedPackage) -> dict:
     return entry
 
 
+class InvalidPlanJson(GfxpackError, ValueError):
+    """A file that is not the plan JSON contract."""
+
+
+def from_json(data: object, source: str) -> ReleasePlan:
+    """A plan back from its JSON contract (``plan --format json``, or the ``plan`` of a
+    build's index.json), relations re-linked to the planned packages they name.
+    ``source`` names the file in errors. Package specs are not part of the contract:
+    the plan is for drawing and comparing, not for building."""
+    try:
+        return _from_json(_Json(data))
+    except _Unexpected as e:
+        raise InvalidPlanJson(f"{source}: not a gfxpack plan (plan --format json): {e}") from None
+
+
+class _Unexpected(ValueError):
+    pass
+
+
+class _Json:
+    """A JSON value and its JSON pointer; each accessor says what it expected."""
+
+    def __init__(self, value: object, pointer: str = "") -> None:
+        self.value, self.pointer = value, pointer
+
+    def _fail(self, expected: str) -> _Unexpected:
+        shown = json.dumps(self.value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        return _Unexpected(f"{self.pointer or '/'}: expected {expected}, got {shown}")
+
+    def __getitem__(self, key: str) -> _Json:
+        if not isinstance(self.value, dict):
+            raise self._fail("an object")
+        if key not in self.value:
+            raise _Unexpected(f"{self.pointer or '/'}: no {key!r}")
+        return _Json(self.value[key], f"{self.pointer}/{key}")
+
+    def get(self, key: str, default: object) -> _Json:
+        if isinstance(self.value, dict) and key not in self.value:
+            return _Json(default, f"{self.pointer}/{key}")
+        return self[key]
+
+    def items(self) -> list[_Json]:
+        if not isinstance(self.value, list):
+            raise self._fail("a list")
+        return [_Json(v, f"{self.pointer}/{i}") for i, v in enumerate(self.value)]
+
+    def text(self) -> str:
+        if not isinstance(self.value, str):
+            raise self._fail("a string")
+        return self.value
+
+    def optional_text(self) -> str | None:
+        return None if self.value is None else self.text()
+
+    def texts(self) -> tuple[str, ...]:
+        return tuple(item.text() for item in self.items())
+
+    def choice(self, kind: type[StrEnumT]) -> StrEnumT:
+        try:
+            return kind(self.text())
+        except ValueError:
+            raise self._fail(" or ".join(repr(str(k)) for k in kind)) from None
+
+
+def _from_json(data: _Json) -> ReleasePlan:
+    entries = data["packages"].items()
+    keys = {
+        fmt: {entry[fmt]["name"].text(): entry["name"].text() for entry in entries}
+        for fmt in FORMATS
+    }
+    packages = tuple(
+        PlannedPackage(
+            key=entry["name"].text(),
+            base=entry["base"].text(),
+            kind=entry["kind"].choice(Kind),
+            arch=entry["arch"].optional_text(),
+            has_files=bool(entry["has_files"].value),
+            deb=_relations_from_json(entry["deb"], "deb", keys["deb"]),
+            rpm=_relations_from_json(entry["rpm"], "rpm", keys["rpm"]),
+        )
+        for entry in entries
+    )
+    if len(keys["rpm"]) != len(packages):
+        raise _Unexpected("/packages: two packages have one name")
+    targets = data["targets"].texts()
+    return ReleasePlan(
+        rocm_version=data["rocm_version"].text(),
+        release=data["release"].text(),
+        mode=data["mode"].choice(Mode),
+        targets=targets,
+        arches=data.get("arches", list(targets)).texts(),
+        prefix=data.get("prefix", "").text(),
+        variant=data.get("variant", "").text(),
+        pin_policy=data.get("pin_policy", "family").choice(PinPolicy),
+        packages=packages,
+        notes=tuple(
+            Note(
+                note["severity"].choice(Severity), note["message"].text(), note["packages"].texts()
+            )
+            for note in data.get("notes", []).items()
+        ),
+    )
+
+
+def _relations_from_json(fields: _Json, fmt: str, keys: dict[str, str]) -> PackageRelations:
+    parse = parse_deb if fmt == "deb" else parse_rpm
+    lists: dict[str, tuple[Dep, ...]] = {}
+    for list_name in _LISTS:
+        key = _RPM_FIELDS.get(list_name, list_name) if fmt == "rpm" else list_name
+        declared = list_name in ("provides", "conflicts", "replaces")
+        deps = []
+        for item in fields.get(key, []).items():
+            try:
+                relation = parse(item.text())
+            except InvalidRelation as e:
+                raise _Unexpected(f"{item.pointer}: {e}") from None
+            deps.append(_dep_from_relation(relation, keys, declared))
+        lists[list_name] = tuple(deps)
+    return PackageRelations(name=fields["name"].text(), **lists)
+
+
+def _dep_from_relation(relation: Relation, keys: dict[str, str], declared: bool) -> Dep:
+    if relation.opaque is not None:
+        return (Req(relation.opaque, text=relation.opaque),)
+    reqs = []
+    for atom in relation.atoms:
+        target = keys.get(atom.name)
+        if declared or target is not None:
+            reason = Reason.DECLARED if declared else Reason.MEMBER
+            reqs.append(Req(atom.name, target, atom.op, atom.version, reason))
+        else:
+            reqs.append(Req(atom.name, text=atom.text))
+    return tuple(reqs)
+
+
 def dumps(data: dict) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-# --- dot -------------------------------------------------------------------------
+# --- dot -------------------------------------------------------------------------------
+#
+# One drawing convention for plan --format dot/svg/png and the release report: a cluster
+# per base, packages filled by kind; Depends solid, Recommends dashed, Suggests dotted;
+# the pin of an edge ("=", "≥", with the version when it is not the release's own) as its
+# label; a relation with alternatives drawn as one "one of" diamond with an edge to each
+# choice; packages of other families and system packages as plain leaves; a legend.
+# Every edge carries a ``class`` (the relation, or "choice", or "legend"), which the SVG
+# keeps and scripts reading ``dot -Tjson`` can test.
 
-_DOT_STYLE = {
-    Kind.HOST: 'fillcolor="#cfe2ff"',
-    Kind.DEVICE: 'fillcolor="#d1e7dd"',
-    Kind.VERSIONED: 'fillcolor="#e2e3e5"',
-    Kind.NON_VERSIONED: 'fillcolor="#ffffff"',
+_FILL = {
+    Kind.HOST: "#cfe2ff",
+    Kind.DEVICE: "#d1e7dd",
+    Kind.VERSIONED: "#e2e3e5",
+    Kind.NON_VERSIONED: "#ffffff",
 }
+_META_FILL = "#fff3cd"
+_LEAF = 'shape=box, style="rounded,dashed", color="#6c757d", fontcolor="#495057"'
+_SYSTEM = 'shape=ellipse, style=dashed, color="#6c757d", fontcolor="#495057"'
+_CHOICE = 'shape=diamond, style=filled, fillcolor="#f8f9fa", label="one of", fontsize=9'
+EDGE_STYLES = {"depends": "solid", "recommends": "dashed", "suggests": "dotted"}
+_OPERATORS = {"=": "=", ">=": "≥", "<=": "≤", ">": ">", "<": "<"}
 
 
 def dot(
-    plan: ReleasePlan, packages: Iterable[PlannedPackage] | None = None, fmt: str = "deb"
+    plan: ReleasePlan,
+    packages: Iterable[PlannedPackage] | None = None,
+    fmt: str = "deb",
+    focus: str | None = None,
+    legend: bool = True,
 ) -> str:
-    """Graphviz: one cluster per base, pinned edges labelled with their operator."""
+    """Graphviz source: ``packages`` (default: the whole release) in a cluster per base,
+    with their direct dependencies; ``focus`` (a package key) is drawn bold."""
     chosen = list(plan.packages if packages is None else packages)
-    keys = {p.key for p in chosen}
+    drawn = {p.key for p in chosen}
     out = [
         f"digraph {_quote('gfxpack ' + plan.full_version)} {{",
-        "  rankdir=LR;",
-        '  node [shape=box, style="rounded,filled", fillcolor="#fff3cd", fontname="Helvetica"];',
+        '  rankdir=LR; nodesep=0.15; ranksep=0.5; fontname="Helvetica"; fontsize=11;',
+        '  node [shape=box, style="rounded,filled", fillcolor="#fff3cd", fontname="Helvetica",'
+        " fontsize=10, height=0.3];",
+        '  edge [fontname="Helvetica", fontsize=9, arrowsize=0.6];',
     ]
-    systems: set[str] = set()
+    leaves: dict[str, str] = {}  # node id -> attributes, drawn once
     edges: list[str] = []
+    kinds: set[Kind] = set()
     for base, members in groupby(chosen, key=lambda p: p.base):
         out.append(f"  subgraph {_quote('cluster_' + base)} {{")
-        out.append(f"    label={_quote(base)};")
+        out.append(f'    label={_quote(base)}; style=rounded; color="#adb5bd";')
         for package in members:
-            style = _DOT_STYLE.get(package.kind, "")
-            label = f"{package.name(fmt)}\\n{package.kind.label}"
-            out.append(
-                f'    {_quote(package.key)} [label="{label}"{", " + style if style else ""}];'
-            )
-            for req in (r for dep in package.relations(fmt).depends for r in dep):
-                if req.target is None:
-                    systems.add(req.render(fmt))
-                    edges.append(f"  {_quote(package.key)} -> {_quote(req.render(fmt))};")
-                elif req.target in keys:
-                    attrs = f' [label="{req.op}"]' if req.op else ""
-                    edges.append(f"  {_quote(package.key)} -> {_quote(req.target)}{attrs};")
+            kinds.add(package.kind)
+            fill = _FILL.get(package.kind, _META_FILL)
+            bold = ", penwidth=2.5" if package.key == focus else ""
+            label = _label(package.name(fmt), package.kind.label)
+            out.append(f'    {_quote(package.key)} [label={label}, fillcolor="{fill}"{bold}];')
+            for field, deps in package.relations(fmt).dependency_lists():
+                for i, dep in enumerate(deps):
+                    edges += _relation_edges(plan, package, field, i, dep, fmt, drawn, leaves)
         out.append("  }")
-    out += [f"  {_quote(s)} [shape=ellipse, style=dashed];" for s in sorted(systems)]
+    out += _leaf_groups(plan, leaves)
     out += edges
+    if legend:
+        out += _legend(kinds, any('class="choice"' in e for e in edges))
     out.append("}")
     return "\n".join(out) + "\n"
 
 
+def legend() -> str:
+    """The legend alone, every kind and style in it: for a page of many pictures drawn
+    with ``legend=False``."""
+    header = ['digraph "legend" {', '  rankdir=LR; fontname="Helvetica";']
+    return "\n".join([*header, *_legend(set(Kind), True), "}"]) + "\n"
+
+
+def _leaf_groups(plan: ReleasePlan, leaves: dict[str, str]) -> list[str]:
+    """The leaves, those of a GPU arch boxed together by arch when several arches
+    have several: a family that reaches many packages per arch (an arch meta per
+    target) then reads as one column per arch."""
+    by_arch: dict[str | None, list[str]] = {}
+    for node, attributes in leaves.items():
+        package = plan.by_key.get(node[1:-1])
+        by_arch.setdefault(package.arch if package else None, []).append(f"{node} [{attributes}];")
+    out = [f"  {line}" for line in by_arch.pop(None, [])]
+    if len(by_arch) < 2 or max(len(lines) for lines in by_arch.values()) < 2:
+        return out + [f"  {line}" for lines in by_arch.values() for line in lines]
+    for arch, lines in by_arch.items():
+        out.append(f'  subgraph "cluster_leaves_{arch}" {{')
+        out.append(f'    label="{arch}"; style="rounded,dashed"; color="#ced4da"; fontsize=9;')
+        out += [f"    {line}" for line in lines]
+        out.append("  }")
+    return out
+
+
+def _relation_edges(
+    plan: ReleasePlan,
+    package: PlannedPackage,
+    field: str,
+    index: int,
+    dep: Dep,
+    fmt: str,
+    drawn: set[str],
+    leaves: dict[str, str],
+) -> list[str]:
+    """The edges of one relation: straight to its package, or through a choice node."""
+    style = f'style={EDGE_STYLES[field]}, class="{field}"'
+    source = _quote(package.key)
+    targets = [_node(plan, req, fmt, drawn, leaves) for req in dep]
+    if len(dep) == 1:
+        return [f"  {source} -> {targets[0]} [{style}{_pin(plan, dep[0])}];"]
+    choice = _quote(f"choice:{package.key}:{field}:{index}")
+    leaves[choice] = _CHOICE
+    lines = [f"  {source} -> {choice} [{style}, arrowhead=none];"]
+    lines += [
+        f'  {choice} -> {target} [style={EDGE_STYLES[field]}, class="choice"{_pin(plan, req)}];'
+        for req, target in zip(dep, targets, strict=True)
+    ]
+    return lines
+
+
+def _node(plan: ReleasePlan, req: Req, fmt: str, drawn: set[str], leaves: dict[str, str]) -> str:
+    """The node an alternative points at, added to ``leaves`` if it is not drawn."""
+    if req.target is not None:
+        node = _quote(req.target)
+        if req.target not in drawn:
+            leaves[node] = f"label={_quote(plan.by_key[req.target].name(fmt))}, {_LEAF}"
+        return node
+    node = _quote("system:" + req.name)
+    leaves[node] = f"label={_quote(req.name)}, {_SYSTEM}"
+    return node
+
+
+def _pin(plan: ReleasePlan, req: Req) -> str:
+    """The edge label of a version constraint: "=" or "≥", with the version if it is
+    not the release's own."""
+    op, version = req.op, req.version
+    if op is None and req.text and req.text != req.name:
+        # A system relation kept verbatim: "python3 (>= 3.6.8)" or "python3 >= 3.6.8".
+        op, _, version = req.text[len(req.name) :].strip(" ()").partition(" ")
+        op = _FROM_TEXT.get(op, op)
+    if not op:
+        return ""
+    shown = _OPERATORS.get(op, op)
+    if version and version != plan.full_version:
+        shown += " " + version
+    return f", label={_quote(shown)}"
+
+
+_FROM_TEXT = {"<<": "<", ">>": ">"}
+
+
+def _legend(kinds: set[Kind], choices: bool) -> list[str]:
+    out = [
+        '  subgraph "cluster_legend" {',
+        '    label="legend"; style=rounded; color="#adb5bd"; fontsize=10;',
+        '    node [shape=plaintext, style="", fontname="Helvetica", fontsize=9, height=0.2];',
+        '    edge [fontname="Helvetica", fontsize=9, arrowsize=0.6];',
+    ]
+    cells = "".join(
+        f'<td border="1" style="rounded" bgcolor="{_FILL.get(kind, _META_FILL)}">{kind.label}</td>'
+        for kind in Kind
+        if kind in kinds
+    )
+    out.append(
+        f'    "legend:kinds" [label=<<table border="0" cellspacing="3"><tr>{cells}</tr></table>>];'
+    )
+    samples = [
+        ("depends", "solid", "Depends (= pins the release)"),
+        ("recommends", "dashed", "Recommends"),
+        ("suggests", "dotted", "Suggests"),
+    ]
+    for name, style, text in samples:
+        out.append(f'    "legend:{name}:a" [label=""]; "legend:{name}:b" [label={_quote(text)}];')
+        out.append(
+            f'    "legend:{name}:a" -> "legend:{name}:b" [style={style}, class="legend"'
+            + (', label="="' if name == "depends" else "")
+            + "];"
+        )
+    if choices:
+        out.append(f'    "legend:choice" [{_CHOICE}];')
+        out.append('    "legend:choice:text" [label="alternatives: any one of its arrows"];')
+        out.append('    "legend:choice" -> "legend:choice:text" [style=invis, class="legend"];')
+    # The kinds in the column of the texts, so the sample edges stay short.
+    out.append('    {rank=same; "legend:kinds"; "legend:depends:b";}')
+    out.append("  }")
+    return out
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return f'"{_escape(text)}"'
+
+
+def _label(*lines: str) -> str:
+    """A quoted label of several lines."""
+    return '"' + "\\n".join(_escape(line) for line in lines) + '"'
+
+
+def family(plan: ReleasePlan, name: str) -> tuple[str | None, list[PlannedPackage]]:
+    """What a drawing of ``name`` shows: the package to highlight (None for a base) and
+    every package of its base."""
+    package = plan.get(name)
+    members = plan.family(package.base if package is not None else name)
+    if not members:
+        raise KeyError(name)
+    return (package.key if package is not None else None), members
 
 
 def reachable(plan: ReleasePlan, root: str, fmt: str = "deb") -> list[PlannedPackage]:

@@ -26,8 +26,11 @@ def main() -> None:
 from gfxpack.cli import (  # noqa: E402, F401
     build_cmd,
     descriptors_cmd,
+    diff_cmd,
     kpack_cmd,
     plan_cmd,
     repo_cmd,
+    report_cmd,
     verify_cmd,
+    why_cmd,
 )

@@ -1,14 +1,16 @@
-"""gfxpack plan: every package of a release, as a summary, tree, table, JSON or dot."""
+"""gfxpack plan: every package of a release, as a summary, tree, table, JSON or picture."""
 
 from __future__ import annotations
 
 import io
+import os
+import sys
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from gfxpack import views
+from gfxpack import graphviz, views
 from gfxpack.cli import cli
 from gfxpack.cli.common import (
     plan_options,
@@ -21,6 +23,9 @@ from gfxpack.cli.common import (
 from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
 from gfxpack.plan import Kind, Mode, ReleasePlan, plan
+
+# The picture formats: Graphviz source, or drawn by dot.
+GRAPHS = ("dot", "svg", "png")
 
 
 def _targets(_ctx, _param, values: tuple[str, ...]) -> list[str]:
@@ -45,9 +50,23 @@ def _targets(_ctx, _param, values: tuple[str, ...]) -> list[str]:
     "output",
     default="summary",
     show_default=True,
-    type=click.Choice(["summary", "tree", "table", "json", "dot"]),
+    type=click.Choice(["summary", "tree", "table", "json", *GRAPHS]),
     help="summary: counts and notes; tree/table: dependency trees and tables with pins; json: the "
-    "plan contract; dot: Graphviz.",
+    "plan contract; dot/svg/png: a dependency picture of --package (or of the whole "
+    "release with --all); svg and png need Graphviz's dot.",
+)
+@click.option(
+    "--all",
+    "whole",
+    is_flag=True,
+    help="dot/svg/png: draw every package of the release (large) instead of one family.",
+)
+@click.option(
+    "-o",
+    "--output",
+    "output_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write the result to this file instead of standard output (png needs it on a terminal).",
 )
 @click.option(
     "--package",
@@ -83,6 +102,8 @@ def plan_command(
     allow_missing_deps,
     targets,
     output,
+    whole,
+    output_path,
     package,
     pkg_type,
     mode,
@@ -101,7 +122,58 @@ def plan_command(
     options = plan_options(mode, pin_policy, build_variant, install_prefix, allow_missing_deps)
     release_plan = plan(config.packages, targets, rocm_version, release, options)
     print_notes(config.warnings, release_plan, verbose, strict, quiet)
-    click.echo(_render(release_plan, output, package, pkg_type), nl=False)
+    if whole and output not in GRAPHS:
+        raise GfxpackError(f"--all is for the pictures (--format dot, svg or png), not {output}")
+    if output in GRAPHS:
+        _write(_draw(release_plan, output, package, whole, pkg_type), output_path)
+    else:
+        _write(_render(release_plan, output, package, pkg_type).encode("utf-8"), output_path)
+
+
+def _draw(
+    release_plan: ReleasePlan, output: str, package: str | None, whole: bool, fmt: str
+) -> bytes:
+    """One family's picture (the base of --package), or the release's with --all."""
+    if whole == (package is not None):
+        raise GfxpackError(
+            f"--format {output} draws one package's family: give --package NAME "
+            "(a base or a planned name), or --all for the whole release"
+        )
+    if whole:
+        source = views.dot(release_plan, fmt=fmt)
+    else:
+        try:
+            focus, members = views.family(release_plan, package)
+        except KeyError:
+            raise GfxpackError(_not_planned(package)) from None
+        source = views.dot(release_plan, members, fmt, focus)
+    if output == "dot":
+        return source.encode("utf-8")
+    return graphviz.render(source, output)
+
+
+def _write(data: bytes, path: str | None) -> None:
+    """To ``path`` (whole or not at all), else standard output; never PNG to a terminal."""
+    if path is None:
+        if data.startswith(b"\x89PNG") and sys.stdout.isatty():
+            raise GfxpackError("--format png writes binary data: add -o FILE.png or redirect")
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    partial = f"{path}.partial"
+    try:
+        with open(partial, "wb") as file:
+            file.write(data)
+        os.replace(partial, path)
+    except OSError as e:
+        raise GfxpackError(f"{path}: cannot write: {e.strerror}") from None
+
+
+def _not_planned(package: str) -> str:
+    return (
+        f"package {package!r} is not in the plan (give a base name from package.json "
+        "or a planned package name; see --format summary)"
+    )
 
 
 def _render(release_plan: ReleasePlan, output: str, package: str | None, fmt: str) -> str:
@@ -117,8 +189,6 @@ def _render(release_plan: ReleasePlan, output: str, package: str | None, fmt: st
         selected = views.reachable(release_plan, roots[0], fmt)
     if output == "json":
         return views.dumps(views.to_json(release_plan, selected))
-    if output == "dot":
-        return views.dot(release_plan, selected, fmt)
     return _summary(release_plan, selected)
 
 
@@ -131,10 +201,7 @@ def _roots(release_plan: ReleasePlan, package: str | None) -> list[str]:
         family = release_plan.family(package)
         aliases = [p for p in family if p.kind is Kind.NON_VERSIONED]
         if not aliases:
-            raise GfxpackError(
-                f"package {package!r} is not in the plan (give a base name from package.json "
-                "or a planned package name; see --format summary)"
-            )
+            raise GfxpackError(_not_planned(package))
         found = aliases[0]
     return [found.key]
 

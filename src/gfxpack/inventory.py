@@ -1,0 +1,246 @@
+"""What a release holds, in one format's spelling: every package with its dependencies,
+files and sizes, read from a plan, a build directory or a published repository.
+
+The three sources know different things: a plan knows names and dependencies but no
+files or sizes; a build and a repository know everything, read from the packages
+themselves (a .deb's control file and data listing, an .rpm's header through
+createrepo_c), so what is compared is what was shipped. ``diff`` compares two
+inventories; fields a source does not know are None and are not compared.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gfxpack import views
+from gfxpack.errors import GfxpackError
+from gfxpack.plan import ReleasePlan, render
+from gfxpack.relations import InvalidRelation, parse_field, render_deb
+from gfxpack.repo.debfile import InvalidDeb, parse_stanzas, read_deb
+from gfxpack.verify.rules import arch_of
+
+INDEX = "index.json"
+
+
+class InventoryError(GfxpackError):
+    """A source that is not a plan, a build or a repository, or cannot be read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Package:
+    name: str
+    version: str  # V-R, the release the package belongs to
+    arch: str | None  # the GPU arch of a …-gfxNNN package
+    kind: str | None  # the plan's kind, when the source has the plan
+    depends: tuple[str, ...]  # Depends + Pre-Depends (DEB), Requires (RPM), as written
+    recommends: tuple[str, ...]
+    files: frozenset[str] | None  # installed paths, directories excepted
+    download: int | None  # bytes of the package file
+    installed: int | None  # bytes on disk: DEB Installed-Size (KiB) x 1024, RPM SIZE
+
+    def relations(self, field: str) -> tuple[str, ...]:
+        return self.depends if field == "depends" else self.recommends
+
+
+@dataclass(frozen=True)
+class Inventory:
+    source: str  # the path given, for headings and errors
+    origin: str  # "plan", "build" or "repository"
+    fmt: str
+    packages: dict[str, Package]
+
+    @property
+    def versions(self) -> list[str]:
+        return sorted({p.version for p in self.packages.values()})
+
+
+# What turns a package.json into a plan: the diff command's release options.
+Planner = Callable[[Path], ReleasePlan]
+
+
+def load(
+    path: Path, fmt: str, planner: Planner | None = None, suite: str | None = None
+) -> Inventory:
+    """A plan file (``plan --format json``, or a package.json when ``planner`` is
+    given), a build directory (its index.json) or a repository (apt or rpm-md)."""
+    if path.is_dir():
+        if (path / INDEX).is_file():
+            return from_build(path, fmt)
+        from gfxpack.verify.universe import locate
+
+        if locate(path, fmt) is not None:
+            return from_repository(path, fmt, suite)
+        raise InventoryError(
+            f"{path}: neither a build directory (no {INDEX}) nor a {fmt} repository "
+            "(no dists/ or repodata/, no apt/ or rpm/)"
+        )
+    if not path.is_file():
+        raise InventoryError(f"{path}: no such file or directory")
+    data = _read_json(path)
+    if isinstance(data, list):
+        if planner is None:
+            raise InventoryError(
+                f"{path}: a package.json needs the release to plan: add --target and --rocm-version"
+            )
+        return from_plan(planner(path), fmt, str(path))
+    if isinstance(data, dict) and "files" in data and path.name == INDEX:
+        return from_build(path.parent, fmt)
+    return from_plan(views.from_json(data, str(path)), fmt, str(path))
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise InventoryError(f"{path}: cannot read: {e}") from None
+    except ValueError as e:
+        raise InventoryError(f"{path}: not JSON: {e}") from None
+
+
+def from_plan(plan: ReleasePlan, fmt: str, source: str) -> Inventory:
+    packages = {}
+    for planned in plan.packages:
+        relations = planned.relations(fmt)
+        packages[relations.name] = Package(
+            name=relations.name,
+            version=plan.full_version,
+            arch=planned.arch,
+            kind=str(planned.kind),
+            depends=tuple(render(dep, fmt) for dep in relations.depends),
+            recommends=tuple(render(dep, fmt) for dep in relations.recommends),
+            files=None,
+            download=None,
+            installed=None,
+        )
+    return Inventory(source, "plan", fmt, packages)
+
+
+def from_build(build: Path, fmt: str) -> Inventory:
+    """The packages of ``fmt`` an index.json lists, each read from its file."""
+    index = build / INDEX
+    data = _read_json(index)
+    try:
+        listed = [
+            (item["file"], item.get("kind")) for item in data["files"] if item["format"] == fmt
+        ]
+    except (KeyError, TypeError) as e:
+        raise InventoryError(
+            f"{index}: not a gfxpack build index (no {e} in a file entry)"
+        ) from None
+    if not listed:
+        raise InventoryError(f"{index}: the build has no {fmt} packages")
+    packages = {}
+    for name, kind in listed:
+        if "/" in name or name.startswith("."):
+            raise InventoryError(f"{index}: file {name!r} is not a file of the build directory")
+        package = read_package(build / name, fmt, kind, build)
+        packages[package.name] = package
+    return Inventory(str(build), "build", fmt, packages)
+
+
+def from_repository(root: Path, fmt: str, suite: str | None = None) -> Inventory:
+    """The newest version of every package name of the repository, read from its file."""
+    import solv
+
+    from gfxpack.verify.system import read_system
+    from gfxpack.verify.universe import load as load_universe
+
+    universe = load_universe(root, fmt, read_system(None, fmt), suite)
+    newest: dict[str, Any] = {}
+    for solvable in universe.packages():
+        seen = newest.get(solvable.name)
+        if seen is None or universe.pool.evrcmp(solvable.evr, seen.evr, solv.EVRCMP_COMPARE) > 0:
+            newest[solvable.name] = solvable
+    packages = {}
+    for name, solvable in sorted(newest.items()):
+        location = universe.location(solvable)
+        if location.startswith("/") or ".." in Path(location).parts:
+            raise InventoryError(f"{universe.label}: {name} is listed at {location!r}, outside it")
+        packages[name] = read_package(universe.root / location, fmt, None, universe.root)
+    return Inventory(str(root), "repository", fmt, packages)
+
+
+def read_package(path: Path, fmt: str, kind: str | None, root: Path | None = None) -> Package:
+    """The package file at ``path``, which must stay inside ``root`` (no symlink out)."""
+    if root is not None and not path.resolve().is_relative_to(root.resolve()):
+        raise InventoryError(f"{path}: leads outside {root} (a symlink?); not read")
+    try:
+        download = path.stat().st_size
+    except OSError as e:
+        raise InventoryError(f"{path}: {e.strerror}") from None
+    return (_read_deb if fmt == "deb" else _read_rpm)(path, kind, download)
+
+
+def _read_deb(path: Path, kind: str | None, download: int) -> Package:
+    try:
+        control_text, paths = read_deb(str(path))
+    except InvalidDeb as e:
+        raise InventoryError(str(e)) from None
+    except (ValueError, EOFError) as e:  # a corrupt ar header or control text
+        raise InventoryError(f"{path}: not a readable Debian package: {e}") from None
+    control = parse_stanzas(control_text)[0] if control_text.strip() else {}
+    name, version = control.get("Package"), control.get("Version")
+    if not name or not version:
+        raise InventoryError(f"{path}: control file without Package or Version")
+
+    def field(*names: str) -> tuple[str, ...]:
+        texts = [control[n] for n in names if control.get(n)]
+        try:
+            return tuple(render_deb(r) for text in texts for r in parse_field(text, "deb"))
+        except InvalidRelation as e:
+            raise InventoryError(f"{path}: {'/'.join(names)}: {e}") from None
+
+    installed = control.get("Installed-Size", "")
+    return Package(
+        name=name,
+        version=version,
+        arch=arch_of(name),
+        kind=kind,
+        depends=field("Pre-Depends", "Depends"),
+        recommends=field("Recommends"),
+        files=frozenset("/" + p for p in paths),
+        download=download,
+        installed=int(installed) * 1024 if installed.isdigit() else None,
+    )
+
+
+_RPM_FLAGS = {"EQ": "=", "GE": ">=", "LE": "<=", "GT": ">", "LT": "<"}
+
+
+def _read_rpm(path: Path, kind: str | None, download: int) -> Package:
+    import createrepo_c as cr
+
+    try:
+        header = cr.package_from_rpm(str(path), cr.SHA256, path.name)
+    except (OSError, cr.CreaterepoCError) as e:
+        raise InventoryError(f"{path}: not a readable RPM package: {e}") from None
+    release = f"{header.version}-{header.release}"
+    version = release if header.epoch in (None, "", "0") else f"{header.epoch}:{release}"
+    return Package(
+        name=header.name,
+        version=version,
+        arch=arch_of(header.name),
+        kind=kind,
+        depends=tuple(_rpm_relation(r) for r in header.requires if not r[0].startswith("rpmlib(")),
+        recommends=tuple(_rpm_relation(r) for r in header.recommends),
+        files=frozenset(
+            directory + base for kind_, directory, base, *_ in header.files if kind_ != "dir"
+        ),
+        download=download,
+        installed=header.size_installed,
+    )
+
+
+def _rpm_relation(entry: tuple[Any, ...]) -> str:
+    """``name op [epoch:]version-release`` from createrepo_c's dependency tuple."""
+    name, flags, epoch, version, release = entry[:5]
+    if not flags or flags not in _RPM_FLAGS:
+        return str(name)
+    evr = ("" if epoch in (None, "", "0") else f"{epoch}:") + str(version or "")
+    if release:
+        evr += f"-{release}"
+    return f"{name} {_RPM_FLAGS[flags]} {evr}"

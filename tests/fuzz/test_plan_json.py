@@ -1,0 +1,94 @@
+"""Fuzz the plan JSON reader (views.from_json: plan --format json files, the plan in a
+build's index.json) and the report's index.json reader: either a value or one
+GfxpackError, never another exception."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gfxpack import report, views
+from gfxpack.config import load_config
+from gfxpack.errors import GfxpackError
+from gfxpack.plan import plan
+from tests.conftest import SEED_CONFIG, SEED_TARGETS
+from tests.fuzz.conftest import corpus, fuzz_settings
+
+VALID = views.to_json(plan(load_config(SEED_CONFIG).packages, SEED_TARGETS, "8.2.0"))
+SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=12)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> Any:
+    """The valid plan with one value somewhere replaced, or a key dropped."""
+    data = json.loads(json.dumps(VALID))
+    node: Any = data
+    while isinstance(node, dict | list) and node and draw(st.booleans()):
+        key = draw(
+            st.sampled_from(list(node.keys()) if isinstance(node, dict) else range(len(node)))
+        )
+        if not isinstance(node[key], dict | list) or not node[key]:
+            break
+        node = node[key]
+    if isinstance(node, dict) and node:
+        key = draw(st.sampled_from(sorted(node)))
+        if draw(st.booleans()):
+            del node[key]
+        else:
+            node[key] = draw(VALUES)
+    elif isinstance(node, list) and node:
+        node[draw(st.integers(0, len(node) - 1))] = draw(VALUES)
+    return data
+
+
+def read_plan(data: Any) -> None:
+    try:
+        read = views.from_json(data, "fuzz.json")
+    except GfxpackError:
+        return
+    views.dot(read)  # what was read can be drawn
+
+
+@given(mutated() | VALUES)
+@fuzz_settings()
+def test_plan_json(data: Any) -> None:
+    read_plan(data)
+
+
+@given(mutated())
+@fuzz_settings()
+def test_index_json(plan_data: Any) -> None:
+    files = [
+        {
+            "file": f"{p.get('name')}.deb",
+            "package": p.get("name"),
+            "kind": p.get("kind"),
+            "format": "deb",
+            "size": 1,
+            "installed_size": 0,
+        }
+        for p in VALID["packages"]
+    ]
+    with tempfile.TemporaryDirectory() as build:
+        Path(build, "index.json").write_text(json.dumps({"files": files, "plan": plan_data}))
+        with contextlib.suppress(GfxpackError):
+            report.make(Path(build))
+
+
+@pytest.mark.parametrize("kept", corpus("plan_json"), ids=lambda p: p.name)
+def test_kept_inputs(kept: Path) -> None:
+    read_plan(json.loads(kept.read_text()))

@@ -1,0 +1,224 @@
+"""gfxpack diff between the example's 8.2.0 build and an 8.2.1 build with one package
+added, one removed, one dependency changed and one file moved."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gfxpack.artifacts import route, scan
+from gfxpack.build import DEFAULT_EPOCH, BuildOptions, build
+from gfxpack.cli import cli
+from gfxpack.config import load_config
+from gfxpack.plan import Kind, PlannedPackage, ReleasePlan, plan
+from gfxpack.plan.model import PackageRelations
+from gfxpack.repo import publish
+from tests.conftest import EXAMPLE_CONFIG, EXAMPLE_TARGETS
+
+REMOVED = "amdrocm-hipify"  # a non-versioned package nothing depends on
+ADDED = "amdrocm-hipify-tools8.2"
+CHANGED = "amdrocm-blas8.2-gfx942"  # its amdrocm-solver8.2-gfx942 pin: >= becomes =
+DEPENDENCY = "amdrocm-solver8.2-gfx942"
+MOVED_FROM, MOVED_TO = "amdrocm-blas-host8.2", "amdrocm-blas-devel8.2"
+
+
+@dataclasses.dataclass
+class Update:
+    out: Path
+    plan: ReleasePlan
+    moved: str  # the path that moved
+    moved_size: int
+
+
+def _changed_plan(release_plan: ReleasePlan) -> ReleasePlan:
+    assert not any(req.target == REMOVED for p in release_plan.packages for req in p.deb.edges()), (
+        "the removed package must be a leaf"
+    )
+    packages = [p for p in release_plan.packages if p.key != REMOVED]
+
+    def pin_exact(relations: PackageRelations) -> PackageRelations:
+        depends = tuple(
+            tuple(dataclasses.replace(r, op="=") if r.target == DEPENDENCY else r for r in dep)
+            for dep in relations.depends
+        )
+        return dataclasses.replace(relations, depends=depends)
+
+    packages = [
+        dataclasses.replace(p, deb=pin_exact(p.deb), rpm=pin_exact(p.rpm))
+        if p.key == CHANGED
+        else p
+        for p in packages
+    ]
+    packages.append(
+        PlannedPackage(
+            key=ADDED,
+            base="amdrocm-hipify",
+            kind=Kind.VERSIONED_META,
+            arch=None,
+            has_files=False,
+            deb=PackageRelations(ADDED),
+            rpm=PackageRelations(ADDED),
+        )
+    )
+    return dataclasses.replace(release_plan, packages=tuple(packages))
+
+
+@pytest.fixture(scope="module")
+def update(example_artifacts, tmp_path_factory) -> Update:
+    tree = scan(example_artifacts)
+    specs = load_config(EXAMPLE_CONFIG).packages
+    release_plan = _changed_plan(plan(specs, tree.index.targets(), "8.2.1", artifacts=tree.index))
+    routed = dict(route(release_plan, tree, DEFAULT_EPOCH))
+    # Move one library from the host package to the -devel package, into a directory
+    # the -devel package has too.
+    devel_dirs = {e.path for e in routed[MOVED_TO] if e.kind == "dir"}
+    moved = next(
+        e for e in routed[MOVED_FROM] if e.kind == "file" and e.path.rsplit("/", 1)[0] in devel_dirs
+    )
+    routed[MOVED_FROM] = tuple(e for e in routed[MOVED_FROM] if e != moved)
+    routed[MOVED_TO] = tuple(sorted((*routed[MOVED_TO], moved), key=lambda e: e.path))
+    out = tmp_path_factory.mktemp("update") / "packages"
+    build(release_plan, routed, out, BuildOptions(jobs=2))
+    return Update(out, release_plan, moved.path, moved.size)
+
+
+def diff(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["diff", *args])
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("fmt", ["deb", "rpm"])
+def test_each_change_reported_exactly(example_release, update, fmt):
+    status, output = diff(str(example_release.out), str(update.out), "--format", fmt, "--json")
+    assert status == 0, output
+    found = json.loads(output)
+    name = {p.key: p.name(fmt) for p in update.plan.packages}
+    assert found["added"] == [ADDED]
+    assert found["removed"] == [REMOVED]
+    # Every pin moved from 8.2.0-1 to 8.2.1-1: only the one real change is reported.
+    pin = {"deb": "{} ({} 8.2.{}-1)", "rpm": "{} {} 8.2.{}-1"}[fmt]
+    assert found["dependencies"] == [
+        {
+            "package": CHANGED,
+            "field": "depends",
+            "removed": [pin.format(DEPENDENCY, ">=", 0)],
+            "added": [pin.format(DEPENDENCY, "=", 1)],
+        }
+    ]
+    assert found["moved"] == [
+        {"path": update.moved, "old": [name[MOVED_FROM]], "new": [name[MOVED_TO]]}
+    ]
+    sizes = {c["name"]: c for c in found["packages"]}
+    assert {ADDED, REMOVED, name[MOVED_FROM], name[MOVED_TO]} <= sizes.keys()
+    assert sizes[REMOVED]["download"][1] == 0 and sizes[ADDED]["download"][0] == 0
+    old_host, new_host = sizes[name[MOVED_FROM]]["installed"]
+    old_devel, new_devel = sizes[name[MOVED_TO]]["installed"]
+    if fmt == "rpm":  # RPM records exact bytes; DEB Installed-Size rounds up to KiB
+        assert old_host - new_host == new_devel - old_devel == update.moved_size
+    else:
+        assert new_host < old_host and new_devel > old_devel
+    # Installed sizes of other packages did not change: only control data did.
+    assert all(
+        c["installed"][0] == c["installed"][1]
+        for n, c in sizes.items()
+        if n not in {ADDED, REMOVED, name[MOVED_FROM], name[MOVED_TO]}
+    )
+    arches = {c["name"]: c for c in found["arches"]}
+    assert set(arches) <= {"host", *EXAMPLE_TARGETS}
+    assert found["changed"] is True and found["not_compared"] == []
+
+
+def test_text_and_exit_code(example_release, update):
+    status, output = diff(str(example_release.out), str(update.out), "--exit-code")
+    assert status == 1
+    lines = output.splitlines()
+    assert lines[0] == f"--- {example_release.out} (build 8.2.0-1, deb)"
+    assert lines[1] == f"+++ {update.out} (build 8.2.1-1, deb)"
+    assert f"  + {ADDED}" in lines and f"  - {REMOVED}" in lines
+    assert f"  {CHANGED} (depends):" in lines
+    assert f"    - {DEPENDENCY} (>= 8.2.0-1)" in lines
+    assert f"    + {DEPENDENCY} (= 8.2.1-1)" in lines
+    assert f"  {update.moved}: amdrocm-blas-host8.2 -> amdrocm-blas-dev8.2" in lines
+    assert "size per arch:" in lines
+    same, text = diff(str(example_release.out), str(example_release.out), "--exit-code")
+    assert (same, text.splitlines()[2]) == (0, "no differences")
+
+
+def test_a_repository_and_a_plan_against_the_build(example_release, tmp_path):
+    repo = tmp_path / "repo"
+    publish(example_release.out, repo, "stable", 1_700_000_000)
+    for fmt in ("deb", "rpm"):
+        status, output = diff(str(example_release.out), str(repo), "--format", fmt, "--json")
+        assert status == 0 and json.loads(output)["changed"] is False, output
+    status, output = diff(
+        str(EXAMPLE_CONFIG),
+        str(example_release.out),
+        "--target",
+        ",".join(EXAMPLE_TARGETS),
+        "--rocm-version",
+        "8.2.0",
+        "--json",
+    )
+    found = json.loads(output)
+    # The build planned with what the artifacts hold: amdrocm-dnn has no gfx950 build.
+    assert found["removed"] == ["amdrocm-dnn8.2-gfx950"] and found["added"] == []
+    assert found["not_compared"] == ["files", "sizes"]
+    planned = tmp_path / "plan.json"
+    planned.write_text(
+        json.dumps(json.loads((example_release.out / "index.json").read_text())["plan"])
+    )
+    status, output = diff(str(planned), str(example_release.out), "--exit-code")
+    assert status == 0, output
+
+
+def test_errors_exit_2(tmp_path):
+    (tmp_path / "x.json").write_text("[]")
+    status, output = diff(str(tmp_path / "x.json"), str(tmp_path))
+    assert status == 2
+    assert output == (
+        f"error: {tmp_path / 'x.json'}: a package.json needs the release to plan: "
+        "add --target and --rocm-version\n"
+    )
+    (tmp_path / "y.json").write_text('{"packages": [{"name": 1}]}')
+    status, output = diff(str(tmp_path / "y.json"), str(tmp_path / "y.json"))
+    assert status == 2 and output.startswith(f"error: {tmp_path / 'y.json'}: not a gfxpack plan")
+    status, output = diff(str(tmp_path), str(tmp_path))
+    assert status == 2 and "neither a build directory" in output
+
+
+def test_a_symlink_out_of_the_build_is_not_followed(example_release, tmp_path):
+    build = tmp_path / "build"
+    build.mkdir()
+    index = json.loads((example_release.out / "index.json").read_text())
+    index["files"] = [f for f in index["files"] if f["format"] == "deb"][:1]
+    (build / "index.json").write_text(json.dumps(index))
+    outside = example_release.out / index["files"][0]["file"]
+    (build / index["files"][0]["file"]).symlink_to(outside)
+    status, output = diff(str(build), str(build))
+    assert status == 2
+    assert output == (
+        f"error: {build / index['files'][0]['file']}: leads outside {build} (a symlink?); "
+        "not read\n"
+    )
+
+
+@pytest.mark.parametrize("fmt", ["deb", "rpm"])
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_a_damaged_package_is_one_error_line(example_release, tmp_path, fmt, damage):
+    build = tmp_path / "build"
+    build.mkdir()
+    index = json.loads((example_release.out / "index.json").read_text())
+    index["files"] = [f for f in index["files"] if f["format"] == fmt][:1]
+    (build / "index.json").write_text(json.dumps(index))
+    name = index["files"][0]["file"]
+    data = (example_release.out / name).read_bytes()
+    cut = {"truncated": data[: len(data) // 2], "garbage": data[:8] + bytes(range(256)) * 4}
+    data = cut[damage]
+    (build / name).write_bytes(data)
+    status, output = diff(str(build), str(build), "--format", fmt)
+    assert status == 2
+    assert output.startswith(f"error: {build / name}") and output.count("\n") == 1, output
