@@ -26,6 +26,7 @@ def main() -> None:
 from gfxpack.cli import (  # noqa: E402, F401
     build_cmd,
     descriptors_cmd,
+    descriptors_pack_cmd,
     kpack_cmd,
     plan_cmd,
     repo_cmd,

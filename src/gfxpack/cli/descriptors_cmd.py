@@ -19,8 +19,11 @@ from gfxpack.descriptors import (
     provider_roots,
     visible_to,
 )
+from gfxpack.descriptors.installed import LAYOUT, installed_roots
 from gfxpack.descriptors.lint import lint
+from gfxpack.descriptors.parse import resolved_library
 from gfxpack.descriptors.resolve import completed_metadata
+from gfxpack.descriptors.types import device_base
 from gfxpack.errors import GfxpackError
 
 
@@ -36,6 +39,20 @@ def _roots(roots, runtime_dir, diags):
     return found
 
 
+def _installed(install_roots: tuple[str, ...]) -> list[str]:
+    """The descriptor roots of the providers installed under each install root."""
+    found = []
+    for install_root in install_roots:
+        roots = installed_roots(install_root)
+        if not roots:
+            raise GfxpackError(
+                f"{install_root}: no installed descriptor provider (looked for {LAYOUT} "
+                "under it, its opt/rocm*/ and opt/rocm/*/)"
+            )
+        found.extend(os.fspath(r) for r in roots)
+    return found
+
+
 def _registry(symbols):
     return SymbolRegistry.from_file(symbols) if symbols else None
 
@@ -48,6 +65,15 @@ def _registry(symbols):
     type=click.Path(),
     help="A descriptor tree (the installed one); repeatable. HIPDNN_DESCRIPTOR_DIR "
     "replaces these when it names a directory.",
+)
+@click.option(
+    "--installed",
+    "install_roots",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="An install root (/ or a chroot): read every provider installed there, at "
+    "<prefix>/lib/hipdnn/arch_content/<provider>/ for the root, opt/rocm*/ and "
+    "opt/rocm/*/ as prefixes; repeatable, read after --root.",
 )
 @click.option(
     "--runtime-dir",
@@ -73,14 +99,18 @@ def _registry(symbols):
     help="Diagnostics shown.",
 )
 @reports_errors
-def list_engines(roots, runtime_dir, device, symbols, as_json, level):
+def list_engines(roots, install_roots, runtime_dir, device, symbols, as_json, level):
     """Each engine the provider would load: ids, packs and kernels, then diagnostics.
 
+    Every "kind": "kpack" kernel shown was checked against its archive (the toc_key
+    is there for the kernel's arch and the code object's sha256 matches); a pack
+    failing that is dropped with a diagnostic. With --device, packs built only for
+    other arches are listed as dropped for that device.
     HIPDNN_DISABLE_ENGINES (names, decimal or hex ids, UUIDs) is honoured.
     """
     diags = Diagnostics()
     result = load_validated(
-        _roots(roots, runtime_dir, diags),
+        _roots([*roots, *_installed(install_roots)], runtime_dir, diags),
         _registry(symbols),
         os.environ.get("HIPDNN_DISABLE_ENGINES"),
         EngineNames(),
@@ -105,12 +135,54 @@ def list_engines(roots, runtime_dir, device, symbols, as_json, level):
                 values = ", ".join(f"{k}={v}" for k, v in kernel["metadata"].items())
                 click.echo(
                     f"    kernel {kernel['name']}  priority {kernel['priority']}  "
-                    f"[{', '.join(kernel['arch']) or 'any arch'}]  {values}"
+                    f"[{', '.join(kernel['arch']) or 'any arch'}]  {values}{_source_text(kernel)}"
                 )
+        for pack in engine.get("dropped_packs", ()):
+            click.echo(
+                f"  dropped for {device}: pack {pack['name']}  {pack['id']}  installed for "
+                f"[{', '.join(pack['arch'])}] only: no {device_base(device)} kernel is installed"
+            )
     if not engines:
         click.echo("no engines")
     for diagnostic in shown:
         click.echo(f"{diagnostic.severity.name} {diagnostic.code}: {diagnostic.message}", err=True)
+
+
+def _source_text(kernel: dict) -> str:
+    if kernel["source"] != "kpack":
+        return ""
+    return (
+        f"  kpack {os.path.basename(kernel['library'])}#{kernel['toc_key']} "
+        f"sha256 {kernel['sha256'][:12]}… verified"
+    )
+
+
+def _source_json(kernel) -> dict:
+    """A kernel's source; a kpack one was verified against its archive while resolving
+    (a pack whose archive, toc_key or sha256 fails is dropped before listing)."""
+    source = kernel.source
+    if source.kind != "kpack":
+        return {"source": source.kind}
+    return {
+        "source": "kpack",
+        "library": resolved_library(kernel),
+        "toc_key": source.toc_key,
+        "symbol": source.symbol,
+        "sha256": source.sha256,
+        "verified": True,
+    }
+
+
+def _dropped_for(candidate, device) -> list[dict]:
+    """Packs a device does not see because they are built for other arches only."""
+    if not device:
+        return []
+    base = device_base(device)
+    return [
+        {"name": pack.descriptor.name, "id": pack.descriptor.id, "arch": list(pack.arch)}
+        for pack in candidate.packs
+        if pack.arch and base not in pack.arch
+    ]
 
 
 def _engine_json(candidate, device):
@@ -132,13 +204,14 @@ def _engine_json(candidate, device):
                         "arch": list(pack.effective_arch(kernel)),
                         "priority": kernel.priority,
                         "metadata": dict(completed_metadata(kernel, candidate.schema.body)),
-                        "source": kernel.source.kind,
+                        **_source_json(kernel),
                     }
                     for kernel in kernels
                 ],
             }
             for pack, kernels in visible_to(candidate, device)
         ],
+        "dropped_packs": _dropped_for(candidate, device),
     }
 
 
