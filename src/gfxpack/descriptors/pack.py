@@ -320,7 +320,8 @@ def read_authored(directory: str | os.PathLike[str]) -> list[Authored]:
     top = Path(directory)
     if not top.is_dir():
         raise PackError([f"{top}: the authored descriptor directory does not exist"])
-    problems, found = [], []
+    problems: list[str] = []
+    found: list[Authored] = []
     for path in sorted(_walk(top, problems)):
         relative = path.relative_to(top).as_posix()
         suffix = descriptor_suffix(path.name)
@@ -347,7 +348,12 @@ def read_authored(directory: str | os.PathLike[str]) -> list[Authored]:
 
 
 def _walk(top: Path, problems: list[str]) -> Iterator[Path]:
-    for entry in sorted(os.scandir(top), key=lambda e: e.name):
+    try:
+        entries = sorted(os.scandir(top), key=lambda e: e.name)
+    except OSError as e:
+        problems.append(f"{top}: cannot be listed: {e.strerror or e}")
+        return
+    for entry in entries:
         if entry.name.startswith("."):
             continue
         if entry.is_symlink():
