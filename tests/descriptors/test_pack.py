@@ -260,6 +260,20 @@ def test_a_toml_kernel_list(built, tmp_path):
     assert list(result.shards) == ["gfx942"]
 
 
+def test_a_toml_date_in_metadata_is_refused_by_the_reader(tmp_path):
+    path = tmp_path / "kernels.toml"
+    path.write_text(
+        '[[kernels]]\nname = "k"\npack = "p"\nsymbol = "S"\narch = ["gfx942"]\n'
+        "metadata = { built = 2026-01-01 }\n"
+    )
+    with pytest.raises(PackError) as raised:
+        read_kernel_list(path)
+    assert raised.value.problems == [
+        f"{path}: /kernels/0/metadata: values must be booleans, numbers, strings or lists "
+        "of integers (no dates, no NaN)"
+    ]
+
+
 def test_out_is_replaced_only_when_asked(built, tmp_path):
     out = tmp_path / "out"
     out.mkdir()

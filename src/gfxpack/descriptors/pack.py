@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -204,11 +205,20 @@ def _kernel(item: object, where: str, problems: list[str]) -> ListedKernel | Non
     metadata = item.get("metadata", {})
     if not isinstance(metadata, dict):
         problems.append(f"{where}/metadata: expected an object, got {metadata!r}")
+    elif not _plain_json(metadata):
+        problems.append(
+            f"{where}/metadata: values must be booleans, numbers, strings or lists of "
+            "integers (no dates, no NaN)"
+        )
     priority = item.get("priority", 0)
     if type(priority) is not int:
         problems.append(f"{where}/priority: expected an integer, got {priority!r}")
     signature = item.get("signature", [])
-    if not isinstance(signature, list) or not all(isinstance(a, dict) for a in signature):
+    if (
+        not isinstance(signature, list)
+        or not all(isinstance(a, dict) for a in signature)
+        or not _plain_json(signature)
+    ):
         problems.append(f"{where}/signature: expected a list of argument objects")
     if len(problems) > before:
         return None
@@ -225,6 +235,19 @@ def _kernel(item: object, where: str, problems: list[str]) -> ListedKernel | Non
         code_object=strings.get("code_object", DEFAULT_CODE_OBJECT),
         where=where,
     )
+
+
+def _plain_json(value: object) -> bool:
+    """Whether a value (read from TOML, say) is plain JSON: no dates, no NaN or infinity."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_plain_json(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain_json(v) for k, v in value.items())
+    return False
 
 
 # --- where code objects come from ---------------------------------------------------------
