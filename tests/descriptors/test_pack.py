@@ -10,6 +10,8 @@ from pathlib import Path
 import msgpack
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gfxpack.cli import cli
 from gfxpack.descriptors import SymbolRegistry, load_validated
@@ -368,3 +370,54 @@ def test_resolved_library_of_a_packed_kernel_is_its_arch_archive(built, tmp_path
             assert resolved_library(kernel) == str(
                 out / arch / "kpack" / f"hip_kernel_provider_{arch}.kpack"
             )
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    choices=st.lists(
+        st.tuples(st.booleans(), st.sets(st.sampled_from(ARCHES), min_size=1)),
+        min_size=6,
+        max_size=6,
+    ),
+    compression=st.sampled_from(["zstd", "none"]),
+)
+def test_whatever_pack_writes_lints_and_loads(built, tmp_path_factory, choices, compression):
+    """Any subset of the kernels, on any arches: either one clear refusal, or a tree that
+    lints clean, loads every listed kernel for its arch, and matches its archives."""
+    listed = json.loads(KERNELS.read_text())
+    kernels = [
+        {**kernel, "arch": sorted(arches)}
+        for kernel, (keep, arches) in zip(listed["kernels"], choices, strict=True)
+        if keep
+    ]
+    tmp_path = tmp_path_factory.mktemp("property")
+    path = write_list(tmp_path, kernels)
+    out = tmp_path / "out"
+    try:
+        pack(AUTHORED, path, CodeObjectFiles(built), out, compression=compression)
+    except PackError as e:
+        # The only refusals these inputs can earn: no kernels at all, or a pack left
+        # without kernels.
+        expected = ("declares no kernels and the list gives it none", "a non-empty list")
+        assert all(any(text in p for text in expected) for p in e.problems), e.problems
+        assert not out.exists()
+        return
+    checked = lint([out], SymbolRegistry.from_file(SYMBOLS))
+    assert not checked.failed
+    loaded = {
+        (p.descriptor.name, p.arch, k.name)
+        for s in checked.load.sets
+        for p in s.packs
+        for k in p.kernels
+        if k.source.kind == "kpack"
+    }
+    assert loaded == {
+        (kernel["pack"], (arch,), kernel["name"]) for kernel in kernels for arch in kernel["arch"]
+    }
+    for shard, kernel in kpack_kernels(out):
+        arch = shard.relative_to(out).parts[0]
+        with KpackReader.open(shard.parent / kernel["kernel_source"]["library"]) as reader:
+            code = reader.read(kernel["kernel_source"]["toc_key"], arch)
+        assert hashlib.sha256(code).hexdigest() == kernel["kernel_source"]["sha256"]
