@@ -218,7 +218,7 @@ MUL = {
         ({"arch": "gfx942"}, "/kernels/0/arch: expected a non-empty list of gfx arch names"),
         ({"arch": ["gfx942:xnack-"]}, "/kernels/0/arch/0: expected an arch such as 'gfx942'"),
         ({"arch": ["gfx942", "gfx942"]}, "/kernels/0/arch/1: 'gfx942' is listed twice"),
-        ({"pack": "nope"}, "names pack 'nope', which no authored pack define"),
+        ({"pack": "nope"}, "names pack 'nope', which no authored pack defines"),
         ({"symbol": ""}, "/kernels/0/symbol: expected a non-empty string"),
         ({"priorty": 1}, "/kernels/0/priorty: unknown key"),
         ({"id": "not-a-uuid"}, "/kernels/0/id: expected a UUID"),

@@ -38,11 +38,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from gfxpack.descriptors.diagnostics import Severity
+from gfxpack.descriptors.diagnostics import Diagnostics, Severity
 from gfxpack.descriptors.jsonc import JsoncError, loads
-from gfxpack.descriptors.lint import LintResult, lint
-from gfxpack.descriptors.registry import SymbolRegistry
-from gfxpack.descriptors.walk import descriptor_suffix
+from gfxpack.descriptors.lint import schema_errors
+from gfxpack.descriptors.loader import LoadResult, load_validated
+from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
+from gfxpack.descriptors.walk import descriptor_files, descriptor_suffix
 from gfxpack.errors import GfxpackError
 from gfxpack.kpack import InvalidKpack, KpackReader, write_kpack
 
@@ -446,9 +447,8 @@ def pack(
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     try:
         result = _write(staging, out, listed, group, authored, targets, code_objects, compression)
-        checked = lint([staging], registry)
-        _require_clean(checked, staging, out)
-        result.engines = sorted(s.name for s in checked.load.sets)
+        loaded = _check(staging, out, registry)
+        result.engines = sorted(s.name for s in loaded.sets)
         if out.exists() or out.is_symlink():
             old = out.with_name(f".{out.name}.{os.getpid()}.old")
             os.rename(out, old)
@@ -483,10 +483,10 @@ def _assign(listed: KernelList, authored: list[Authored]) -> dict[str, list[List
         found = by_key.get(kernel.pack) or by_key.get(kernel.pack.lower()) or []
         if len(found) != 1:
             known = ", ".join(sorted(str(p.document.get("name")) for p in packs)) or "none"
-            why = "several authored packs" if found else "no authored pack"
+            why = "several authored packs define" if found else "no authored pack defines"
             problems.append(
                 f"{kernel.where}/pack: kernel '{kernel.name}' names pack '{kernel.pack}', "
-                f"which {why} define (authored packs: {known})"
+                f"which {why} (authored packs: {known})"
             )
             continue
         authored_pack = found[0]
@@ -642,23 +642,25 @@ def _kernel_entry(kernel: ListedKernel, pack_id: str, library: str, code: bytes)
     }
 
 
-def _require_clean(checked: LintResult, staging: Path, out: Path) -> None:
-    """The written tree must pass the schemas and load without an ERROR; messages name
-    the files under ``out``, where they would have been."""
+def _check(staging: Path, out: Path, registry: SymbolRegistry | None) -> LoadResult:
+    """The written tree must pass the schemas and load without an ERROR (what
+    ``gfxpack descriptors lint`` requires, less its minimum-version report); messages
+    name the files under ``out``, where they would have been."""
 
     def shown(text: str) -> str:
         return text.replace(str(staging), str(out))
 
-    problems = [
-        f"{shown(report.path)}: {problem}"
-        for report in checked.files
-        for problem in report.schema_errors
-    ]
+    load = load_validated([staging], registry, names=EngineNames())
+    problems = []
+    for path, suffix in descriptor_files(staging, Diagnostics()):
+        document = loads(Path(path).read_bytes())  # written by us: JSON
+        problems += [f"{shown(path)}: {problem}" for problem in schema_errors(document, suffix)]
     problems += [
         f"{shown(d.path) + ': ' if d.path else ''}{d.code}: {shown(d.message)}"
-        for d in checked.load.diagnostics.at_least(Severity.ERROR)
+        for d in load.diagnostics.at_least(Severity.ERROR)
     ]
     if problems:
         raise PackError(
             ["the packed tree does not load cleanly, so nothing was written:", *problems]
         )
+    return load
