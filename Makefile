@@ -46,6 +46,7 @@ demo: $(STAMP) system-tools
 	    --symbols examples/descriptor-symbols.json | tail -n 1
 	# Install for one GPU with apt-get (repository served on 127.0.0.1) and with rpm, each
 	# into a throwaway root, then list what a gfx942 and a gfx1100 load from what is there.
+	rm -rf $(DEMO)/root-deb $(DEMO)/root-deb.apt $(DEMO)/root-rpm
 	$(PY) examples/install_root.py --repo $(DEMO)/repo --format deb --root $(DEMO)/root-deb \
 	    amdrocm-core8.2-gfx942
 	$(PY) examples/install_root.py --repo $(DEMO)/repo --format rpm --root $(DEMO)/root-rpm \

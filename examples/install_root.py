@@ -34,6 +34,7 @@ from gfxpack.verify.resolution import resolve
 from gfxpack.verify.system import bundled, read_system
 from gfxpack.verify.universe import load
 
+MARKER = ".gfxpack-throwaway-root"
 DPKG_DIRECTORIES = (
     "var/lib/dpkg/info",
     "var/lib/dpkg/updates",
@@ -159,10 +160,18 @@ def rpm_install(repo: Path, root: Path, packages: list[str]) -> list[str]:
 
 
 def install(repo: Path, fmt: str, root: Path, packages: list[str]) -> list[str]:
-    """A fresh ``root`` with ``packages`` installed by ``fmt``'s tools."""
+    """A fresh ``root`` with ``packages`` installed by ``fmt``'s tools. An existing root is
+    replaced only if this script made it (it leaves a marker file there)."""
+    marker = root / MARKER
+    if root.is_symlink() or (root.exists() and not marker.is_file()):
+        raise InstallFailed(
+            f"{root} exists and was not made by install_root.py; give a new directory"
+        )
     for stale in (root, root.with_name(f"{root.name}.apt")):
         if stale.exists():
             shutil.rmtree(stale)
+    root.mkdir(parents=True)
+    marker.write_text("a throwaway install root; install_root.py replaces it\n")
     return (apt_install if fmt == "deb" else rpm_install)(repo, root, packages)
 
 
@@ -170,7 +179,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", type=Path, required=True, help="gfxpack repo --out directory")
     parser.add_argument("--format", choices=("deb", "rpm"), required=True)
-    parser.add_argument("--root", type=Path, required=True, help="replaced if it exists")
+    parser.add_argument(
+        "--root", type=Path, required=True, help="a new directory, or one this script made"
+    )
     parser.add_argument("packages", nargs="+")
     args = parser.parse_args(argv)
     try:

@@ -144,6 +144,21 @@ def test_a_corrupted_zstd_frame_is_reported_naming_the_kernel(built, tmp_path):
     assert f"kernel '{victim}'" in errors[0].message and "gfx1100" in errors[0].message
 
 
+def test_an_archive_of_another_arch_is_reported_naming_the_kernel(built, tmp_path):
+    out = tmp_path / "arch_content"
+    pack(AUTHORED, KERNELS, CodeObjectFiles(built), out)
+    kpack = out / "gfx942/kpack/hip_kernel_provider_gfx942.kpack"
+    kpack.write_bytes((out / "gfx1100/kpack/hip_kernel_provider_gfx1100.kpack").read_bytes())
+    result = load_validated([out])
+    errors = sorted(d.message for d in result.diagnostics.items if d.code == "D422")
+    assert len(errors) == 2  # one per gfx942 pack: its first kernel drops it
+    assert (
+        "kernel 'pointwise_add.float_block64' names toc_key 'pointwise_add.float_block64'"
+        in (errors[0])
+    )
+    assert errors[0].endswith(f'"{kpack}" does not hold for arch gfx942; dropping the pack')
+
+
 def test_code_objects_can_come_from_existing_archives(built, tmp_path):
     archives = []
     for arch in ARCHES:

@@ -152,3 +152,13 @@ def test_apt_and_rpm_installs_load_the_engines_a_gfx942_sees(example_repo, tmp_p
     assert "dropped for gfx1100: pack hipkernel:pointwise_add" in text
     assert "no gfx1100 kernel is installed" in text
     assert not (roots["deb"] / PROVIDER / "gfx1100").exists()
+
+
+def test_install_root_never_replaces_a_directory_it_did_not_make(tmp_path):
+    installer = load_installer()
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "data").write_text("keep me")
+    with pytest.raises(installer.InstallFailed, match="was not made by install_root.py"):
+        installer.install(tmp_path / "repo", "rpm", precious, ["amdrocm-core8.2-gfx942"])
+    assert (precious / "data").read_text() == "keep me"
