@@ -159,6 +159,6 @@ def test_install_root_never_replaces_a_directory_it_did_not_make(tmp_path):
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "data").write_text("keep me")
-    with pytest.raises(installer.InstallFailed, match="was not made by install_root.py"):
+    with pytest.raises(installer.InstallFailed, match=r"was not made by install_root\.py"):
         installer.install(tmp_path / "repo", "rpm", precious, ["amdrocm-core8.2-gfx942"])
     assert (precious / "data").read_text() == "keep me"
