@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 
@@ -22,7 +23,8 @@ from gfxpack.descriptors import (
 from gfxpack.descriptors.installed import LAYOUT, installed_roots
 from gfxpack.descriptors.lint import lint
 from gfxpack.descriptors.parse import resolved_library
-from gfxpack.descriptors.resolve import completed_metadata
+from gfxpack.descriptors.resolve import DescriptorSet, completed_metadata
+from gfxpack.descriptors.types import Kernel as KernelDescriptor
 from gfxpack.descriptors.types import device_base
 from gfxpack.errors import GfxpackError
 
@@ -148,7 +150,7 @@ def list_engines(roots, install_roots, runtime_dir, device, symbols, as_json, le
         click.echo(f"{diagnostic.severity.name} {diagnostic.code}: {diagnostic.message}", err=True)
 
 
-def _source_text(kernel: dict) -> str:
+def _source_text(kernel: dict[str, Any]) -> str:
     if kernel["source"] != "kpack":
         return ""
     return (
@@ -157,7 +159,7 @@ def _source_text(kernel: dict) -> str:
     )
 
 
-def _source_json(kernel) -> dict:
+def _source_json(kernel: KernelDescriptor) -> dict[str, Any]:
     """A kernel's source; a kpack one was verified against its archive while resolving
     (a pack whose archive, toc_key or sha256 fails is dropped before listing)."""
     source = kernel.source
@@ -173,7 +175,7 @@ def _source_json(kernel) -> dict:
     }
 
 
-def _dropped_for(candidate, device) -> list[dict]:
+def _dropped_for(candidate: DescriptorSet, device: str | None) -> list[dict[str, Any]]:
     """Packs a device does not see because they are built for other arches only."""
     if not device:
         return []
