@@ -26,7 +26,7 @@ system-tools:
 
 DEMO := build/demo
 
-demo: $(STAMP)
+demo: $(STAMP) system-tools
 	$(VENV)/bin/gfxpack plan --config examples/package.json --target gfx1100,gfx942,gfx950 \
 	    --rocm-version 8.2.0 --quiet
 	$(VENV)/bin/gfxpack plan --config examples/package.json --target gfx1100,gfx942,gfx950 \
@@ -47,6 +47,19 @@ demo: $(STAMP)
 	$(VENV)/bin/gfxpack descriptors lint --root examples/descriptors \
 	    --symbols examples/descriptor-symbols.json | tail -n 1
 	$(VENV)/bin/gfxpack report --build $(DEMO)/packages --repo $(DEMO)/repo --html $(DEMO)/report.html
+	# Install for one GPU with apt-get (repository served on 127.0.0.1) and with rpm, each
+	# into a throwaway root, then list what a gfx942 and a gfx1100 load from what is there.
+	rm -rf $(DEMO)/root-deb $(DEMO)/root-deb.apt $(DEMO)/root-rpm
+	$(PY) examples/install_root.py --repo $(DEMO)/repo --format deb --root $(DEMO)/root-deb \
+	    amdrocm-core8.2-gfx942
+	$(PY) examples/install_root.py --repo $(DEMO)/repo --format rpm --root $(DEMO)/root-rpm \
+	    amdrocm-core8.2-gfx942
+	$(VENV)/bin/gfxpack descriptors list-engines --installed $(DEMO)/root-rpm --device gfx942 \
+	    --symbols examples/dnn-provider/symbols.json --level error
+	$(VENV)/bin/gfxpack descriptors list-engines --installed $(DEMO)/root-deb --device gfx1100 \
+	    --symbols examples/dnn-provider/symbols.json --level error
+	$(VENV)/bin/gfxpack descriptors list-engines --installed $(DEMO)/root-deb --device gfx942 \
+	    --symbols examples/dnn-provider/symbols.json --level error
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench examples

@@ -13,6 +13,12 @@ under each prefix the staged files:
 - run: ``bin/<tool>``; dev: headers, CMake config and the ``lib<name>.so``
   symlink; doc: ``share/doc/<name>/``; hidden files included.
 
+amdrocm-dnn's hipDNN artifact carries a kernel provider made by
+``gfxpack descriptors pack`` from ``examples/dnn-provider/`` (two engines: one
+with a kpack shard per arch, one arch-independent): the arch-independent
+descriptors go under ``hipdnn_lib_generic``, each arch's shard and archive
+under ``hipdnn_lib_<arch>``, all at ``lib/hipdnn/arch_content/hip-kernel-provider/``.
+
 One xnack variant directory (``blas_lib_gfx942:xnack+``) is added, one
 gfxarch package (amdrocm-dnn) has no gfx950 build, and
 ``base_lib_generic/base/aux-overlay/stage/share/therock/therock_manifest.json``
@@ -29,14 +35,17 @@ instead: all of a gfxarch package's content in ``<artifact>_<component>_<FAMILY>
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import shutil
 import struct
 import sys
+import tempfile
 from pathlib import Path
 
 from gfxpack.config import load_config
+from gfxpack.descriptors.pack import CodeObjectFiles, KernelList, pack, read_kernel_list
 from gfxpack.kpack import write_kpack
 
 HERE = Path(__file__).resolve().parent
@@ -65,6 +74,9 @@ ELF_IDENT = b"\x7fELF\x02\x01\x01" + bytes(9)  # 64-bit, little-endian, version 
 EM_AMDGPU = 224
 NO_BUILD = {("amdrocm-dnn", "gfx950")}  # a target a library does not support yet
 XNACK = ("blas", "gfx942:xnack+")
+PROVIDER = HERE / "dnn-provider"  # authored descriptors and the kernel list
+PROVIDER_ARTIFACT = "hipdnn"
+PROVIDER_DIR = "lib/hipdnn/arch_content/hip-kernel-provider"
 
 
 class Payload:
@@ -185,6 +197,37 @@ def write_arch(
     )
 
 
+def write_provider(
+    out: Path, directories: dict[str, list[tuple[str, str]]], arches: list[str], seed: int
+) -> None:
+    """The hipDNN kernel provider, packed by gfxpack descriptors pack: the kernel list's
+    kernels built (as seeded stand-in code objects) for every arch the artifact has."""
+    listed = read_kernel_list(PROVIDER / "kernels.json")
+    kernels = tuple(dataclasses.replace(kernel, arch=tuple(arches)) for kernel in listed.kernels)
+    payload = Payload(seed + 1)  # its own stream: the rest of the tree does not change
+    with tempfile.TemporaryDirectory() as scratch:
+        built = Path(scratch) / "code-objects"
+        for kernel in kernels:
+            for arch in arches:
+                path = built / arch / f"{kernel.toc_key}.hsaco"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(payload.elf(payload.rng.randint(8, 32) * 1024, EM_AMDGPU))
+        tree = Path(scratch) / "arch_content"
+        pack(
+            PROVIDER / "descriptors",
+            KernelList(listed.path, listed.group, kernels),
+            CodeObjectFiles(built),
+            tree,
+        )
+        # The arch-independent part goes to the host artifact, each <arch>/ to its own.
+        prefix = directories[f"{PROVIDER_ARTIFACT}_lib_generic"][0][0]
+        for item in sorted(tree.iterdir()):
+            directory = item.name if item.name in arches else "generic"
+            destination = out / f"{PROVIDER_ARTIFACT}_lib_{directory}" / prefix / PROVIDER_DIR
+            destination.mkdir(parents=True, exist_ok=True)
+            shutil.move(item, destination / item.name)
+
+
 def generate(
     out: Path,
     config_path: Path,
@@ -243,6 +286,13 @@ def generate(
             )
         manifest = "".join(f"{prefix}\n" for prefix in sorted({p for p, _ in members}))
         (out / directory / "artifact_manifest.txt").write_text(manifest)
+    provider_arches = [
+        d.rsplit("_", 1)[1]
+        for d in directories
+        if d.startswith(f"{PROVIDER_ARTIFACT}_lib_") and not d.endswith("_generic")
+    ]
+    if provider_arches:
+        write_provider(out, directories, sorted(provider_arches), seed)
     therock = out / "base_lib_generic/base/aux-overlay/stage/share/therock"
     therock.mkdir(parents=True, exist_ok=True)
     (therock / "therock_manifest.json").write_text(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 
@@ -19,8 +20,12 @@ from gfxpack.descriptors import (
     provider_roots,
     visible_to,
 )
+from gfxpack.descriptors.installed import LAYOUT, installed_roots
 from gfxpack.descriptors.lint import lint
-from gfxpack.descriptors.resolve import completed_metadata
+from gfxpack.descriptors.parse import resolved_library
+from gfxpack.descriptors.resolve import DescriptorSet, completed_metadata
+from gfxpack.descriptors.types import Kernel as KernelDescriptor
+from gfxpack.descriptors.types import device_base
 from gfxpack.errors import GfxpackError
 
 
@@ -36,6 +41,20 @@ def _roots(roots, runtime_dir, diags):
     return found
 
 
+def _installed(install_roots: tuple[str, ...]) -> list[str]:
+    """The descriptor roots of the providers installed under each install root."""
+    found = []
+    for install_root in install_roots:
+        roots = installed_roots(install_root)
+        if not roots:
+            raise GfxpackError(
+                f"{install_root}: no installed descriptor provider (looked for {LAYOUT} "
+                "under it, its opt/rocm*/ and opt/rocm/*/)"
+            )
+        found.extend(os.fspath(r) for r in roots)
+    return found
+
+
 def _registry(symbols):
     return SymbolRegistry.from_file(symbols) if symbols else None
 
@@ -48,6 +67,15 @@ def _registry(symbols):
     type=click.Path(),
     help="A descriptor tree (the installed one); repeatable. HIPDNN_DESCRIPTOR_DIR "
     "replaces these when it names a directory.",
+)
+@click.option(
+    "--installed",
+    "install_roots",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="An install root (/ or a chroot): read every provider installed there, at "
+    "<prefix>/lib/hipdnn/arch_content/<provider>/ for the root, opt/rocm*/ and "
+    "opt/rocm/*/ as prefixes; repeatable, read after --root.",
 )
 @click.option(
     "--runtime-dir",
@@ -79,16 +107,20 @@ def _registry(symbols):
     "status is 0, as the provider loads what it can).",
 )
 @reports_errors
-def list_engines(roots, runtime_dir, device, symbols, as_json, level, strict):
+def list_engines(roots, install_roots, runtime_dir, device, symbols, as_json, level, strict):
     """Each engine the provider would load: ids, packs and kernels, then diagnostics.
 
+    Every "kind": "kpack" kernel shown was checked against its archive (the toc_key
+    is there for the kernel's arch and the code object's sha256 matches); a pack
+    failing that is dropped with a diagnostic. With --device, packs built only for
+    other arches are listed as dropped for that device.
     HIPDNN_DISABLE_ENGINES (names, decimal or hex ids, UUIDs) is honoured. The
     last line counts the ERROR and WARN diagnostics; the exit status is 0 unless
     --strict is given and there is any.
     """
     diags = Diagnostics()
     result = load_validated(
-        _roots(roots, runtime_dir, diags),
+        _roots([*roots, *_installed(install_roots)], runtime_dir, diags),
         _registry(symbols),
         os.environ.get("HIPDNN_DISABLE_ENGINES"),
         EngineNames(),
@@ -126,8 +158,13 @@ def list_engines(roots, runtime_dir, device, symbols, as_json, level, strict):
                 values = ", ".join(f"{k}={v}" for k, v in kernel["metadata"].items())
                 click.echo(
                     f"    kernel {kernel['name']}  priority {kernel['priority']}  "
-                    f"[{', '.join(kernel['arch']) or 'any arch'}]  {values}"
+                    f"[{', '.join(kernel['arch']) or 'any arch'}]  {values}{_source_text(kernel)}"
                 )
+        for pack in engine.get("dropped_packs", ()):
+            click.echo(
+                f"  dropped for {device}: pack {pack['name']}  {pack['id']}  installed for "
+                f"[{', '.join(pack['arch'])}] only: no {device_base(device)} kernel is installed"
+            )
     if not engines:
         click.echo("no engines")
     for diagnostic in shown:
@@ -137,6 +174,43 @@ def list_engines(roots, runtime_dir, device, symbols, as_json, level, strict):
         click.echo(f"error: {summary}, and --strict makes warnings errors", err=True)
         raise SystemExit(1)
     click.echo(summary)
+
+
+def _source_text(kernel: dict[str, Any]) -> str:
+    if kernel["source"] != "kpack":
+        return ""
+    return (
+        f"  kpack {os.path.basename(kernel['library'])}#{kernel['toc_key']} "
+        f"sha256 {kernel['sha256'][:12]}… verified"
+    )
+
+
+def _source_json(kernel: KernelDescriptor) -> dict[str, Any]:
+    """A kernel's source; a kpack one was verified against its archive while resolving
+    (a pack whose archive, toc_key or sha256 fails is dropped before listing)."""
+    source = kernel.source
+    if source.kind != "kpack":
+        return {"source": source.kind}
+    return {
+        "source": "kpack",
+        "library": resolved_library(kernel),
+        "toc_key": source.toc_key,
+        "symbol": source.symbol,
+        "sha256": source.sha256,
+        "verified": True,
+    }
+
+
+def _dropped_for(candidate: DescriptorSet, device: str | None) -> list[dict[str, Any]]:
+    """Packs a device does not see because they are built for other arches only."""
+    if not device:
+        return []
+    base = device_base(device)
+    return [
+        {"name": pack.descriptor.name, "id": pack.descriptor.id, "arch": list(pack.arch)}
+        for pack in candidate.packs
+        if pack.arch and base not in pack.arch
+    ]
 
 
 def _engine_json(candidate, device):
@@ -158,13 +232,14 @@ def _engine_json(candidate, device):
                         "arch": list(pack.effective_arch(kernel)),
                         "priority": kernel.priority,
                         "metadata": dict(completed_metadata(kernel, candidate.schema.body)),
-                        "source": kernel.source.kind,
+                        **_source_json(kernel),
                     }
                     for kernel in kernels
                 ],
             }
             for pack, kernels in visible_to(candidate, device)
         ],
+        "dropped_packs": _dropped_for(candidate, device),
     }
 
 

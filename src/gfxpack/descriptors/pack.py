@@ -1,0 +1,666 @@
+"""The descriptor packager: authored descriptors plus built kernels -> an arch_content tree.
+
+A provider's build authors its engine descriptors (UED, KMD, UHD, UMD, UDD and
+the packs, ``.kdp.json``) once, compiles each kernel for several GPU arches,
+and lists the kernels in a small JSON or TOML file (see :func:`read_kernel_list`).
+:func:`pack` turns that into the tree the loader reads::
+
+    OUT/<subpath>/*.json                   authored descriptors, copied unchanged
+                                           (everything arch-independent)
+    OUT/<arch>/kpack/<group>_<arch>.kpack  that arch's code objects (zstd)
+    OUT/<arch>/<subpath>/<pack>.kdp.json   each pack that received kernels, narrowed
+                                           to [<arch>]; its kernels are "kind": "kpack"
+                                           sources naming the archive, a toc_key, the
+                                           symbol and the sha256 of the code object
+
+so that a device package can carry ``OUT/<arch>/`` alone and the host package
+the rest. Every written pack carries ``version`` and a ``provenance`` block
+saying where each code object came from.
+
+The tree is written beside ``OUT``, linted (schemas) and loaded (every kpack
+source checked against its archive) before it is renamed into place: what
+``pack`` leaves behind always loads, and a failure leaves nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+import tomllib
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from gfxpack.descriptors.diagnostics import Diagnostics, Severity
+from gfxpack.descriptors.jsonc import JsoncError, loads
+from gfxpack.descriptors.lint import schema_errors
+from gfxpack.descriptors.loader import LoadResult, load_validated
+from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
+from gfxpack.descriptors.walk import descriptor_files, descriptor_suffix
+from gfxpack.errors import GfxpackError
+from gfxpack.kpack import InvalidKpack, KpackReader, write_kpack
+
+DEFAULT_GROUP = "hip_kernel_provider"
+DEFAULT_CODE_OBJECT = "{arch}/{toc_key}.hsaco"
+PRODUCER = "gfxpack descriptors pack"
+KERNEL_VERSION = "1.0"
+MAX_LIST_BYTES = 16 << 20  # a kernel list or descriptor file larger than this is refused
+# Kernel ids not given in the list are derived from the pack id and kernel name.
+KERNEL_NAMESPACE = uuid.UUID("0f6b3c1e-8e44-4f0a-a7a5-5d2c9b1e7f30")
+
+_ARCH = re.compile(r"^gfx[a-z0-9_-]+$")
+_UUID = re.compile(r"^[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}$")
+_GROUP = re.compile(r"^[A-Za-z0-9_.-]+$")
+_LIST_KEYS = {"group", "kernels"}
+_KERNEL_KEYS = {
+    "name",
+    "pack",
+    "symbol",
+    "arch",
+    "metadata",
+    "priority",
+    "id",
+    "toc_key",
+    "signature",
+    "code_object",
+}
+_REQUIRED = ("name", "pack", "symbol", "arch")
+
+
+class PackError(GfxpackError, ValueError):
+    """Inputs the packager cannot turn into a loadable tree; one line per problem."""
+
+    def __init__(self, problems: Sequence[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+# --- the kernel list -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ListedKernel:
+    """One kernel of the list: built for ``arch``, placed in the authored pack ``pack``."""
+
+    name: str
+    pack: str  # an authored pack's name or id
+    symbol: str
+    arch: tuple[str, ...]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    priority: int = 0
+    id: str | None = None
+    toc_key: str = ""
+    signature: tuple[dict[str, Any], ...] = ()
+    code_object: str = DEFAULT_CODE_OBJECT
+    where: str = ""  # "<file>: /kernels/<i>", for messages
+
+
+@dataclass(frozen=True)
+class KernelList:
+    path: Path
+    group: str
+    kernels: tuple[ListedKernel, ...]
+
+
+def read_kernel_list(path: str | os.PathLike[str]) -> KernelList:
+    """Read a kernel list (``.json``, or ``.toml``), every problem reported at once.
+
+    JSON form (TOML: ``group = ...`` and one ``[[kernels]]`` table per kernel)::
+
+        {"group": "hip_kernel_provider",            optional: the archives' group name
+         "kernels": [
+           {"name": "add.f32_b64",                  required, unique within its pack
+            "pack": "dnn:pointwise_add",            required: an authored pack's name or id
+            "symbol": "PointwiseAdd",               required: the code object's entry symbol
+            "arch": ["gfx1100", "gfx942"],          required: the arches it is built for
+            "metadata": {"block_size": 64},         optional, default {}
+            "priority": 0,                          optional, default 0
+            "id": "<uuid>",                         optional, default derived from pack + name
+            "toc_key": "add.f32_b64",               optional, default the name
+            "signature": [{"kind": "global_buffer", "size": 8, "offset": 0}],  default []
+            "code_object": "{arch}/{toc_key}.hsaco" optional: file under the code directory
+           }]}
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_LIST_BYTES + 1)
+    except OSError as e:
+        raise PackError([f"{path}: cannot read the kernel list: {e.strerror or e}"]) from None
+    if len(data) > MAX_LIST_BYTES:
+        raise PackError([f"{path}: larger than {MAX_LIST_BYTES} bytes; not a kernel list"])
+    try:
+        text = data.decode("utf-8")
+        document = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (UnicodeDecodeError, ValueError) as e:
+        kind = "TOML" if path.suffix == ".toml" else "JSON"
+        raise PackError([f"{path}: not valid {kind}: {e}"]) from None
+    problems: list[str] = []
+    if not isinstance(document, dict):
+        raise PackError([f"{path}: expected an object with a 'kernels' list"])
+    for key in sorted(set(document) - _LIST_KEYS):
+        problems.append(f"{path}: /{key}: unknown key (expected 'group' and 'kernels')")
+    group = document.get("group", DEFAULT_GROUP)
+    if not isinstance(group, str) or not _GROUP.match(group):
+        problems.append(f"{path}: /group: expected a name of letters, digits, '_', '.', '-'")
+        group = DEFAULT_GROUP
+    raw = document.get("kernels")
+    if not isinstance(raw, list) or not raw:
+        problems.append(f"{path}: /kernels: expected a non-empty list of kernels")
+        raw = []
+    kernels = []
+    seen: dict[tuple[str, str], str] = {}
+    for index, item in enumerate(raw):
+        kernel = _kernel(item, f"{path}: /kernels/{index}", problems)
+        if kernel is None:
+            continue
+        first = seen.setdefault((kernel.pack, kernel.name), kernel.where)
+        if first != kernel.where:
+            problems.append(
+                f"{kernel.where}: kernel '{kernel.name}' is listed twice for pack "
+                f"'{kernel.pack}' (first at {first.split(': ', 1)[1]})"
+            )
+        kernels.append(kernel)
+    if problems:
+        raise PackError(problems)
+    return KernelList(path, group, tuple(kernels))
+
+
+def _kernel(item: object, where: str, problems: list[str]) -> ListedKernel | None:
+    if not isinstance(item, dict):
+        problems.append(f"{where}: expected an object")
+        return None
+    before = len(problems)
+    for key in sorted(set(item) - _KERNEL_KEYS):
+        problems.append(f"{where}/{key}: unknown key (expected {', '.join(sorted(_KERNEL_KEYS))})")
+    for key in _REQUIRED:
+        if key not in item:
+            problems.append(f"{where}: missing required key '{key}'")
+    strings = {}
+    for key in ("name", "pack", "symbol", "toc_key", "code_object", "id"):
+        value = item.get(key)
+        if key in item and (not isinstance(value, str) or not value.strip()):
+            problems.append(f"{where}/{key}: expected a non-empty string, got {value!r}")
+        elif isinstance(value, str):
+            strings[key] = value
+    if "id" in strings and not _UUID.match(strings["id"]):
+        problems.append(f"{where}/id: expected a UUID, got {strings['id']!r}")
+    arch = item.get("arch", [])
+    if not isinstance(arch, list) or not arch:
+        problems.append(f"{where}/arch: expected a non-empty list of gfx arch names, got {arch!r}")
+        arch = []
+    for i, name in enumerate(arch):
+        if not isinstance(name, str) or not _ARCH.match(name):
+            problems.append(
+                f"{where}/arch/{i}: expected an arch such as 'gfx942' (no ':feature'), got {name!r}"
+            )
+        elif arch.index(name) != i:
+            problems.append(f"{where}/arch/{i}: {name!r} is listed twice")
+    metadata = item.get("metadata", {})
+    if not isinstance(metadata, dict):
+        problems.append(f"{where}/metadata: expected an object, got {metadata!r}")
+    elif not _plain_json(metadata):
+        problems.append(
+            f"{where}/metadata: values must be booleans, numbers, strings or lists of "
+            "integers (no dates, no NaN)"
+        )
+    priority = item.get("priority", 0)
+    if type(priority) is not int:
+        problems.append(f"{where}/priority: expected an integer, got {priority!r}")
+    signature = item.get("signature", [])
+    if (
+        not isinstance(signature, list)
+        or not all(isinstance(a, dict) for a in signature)
+        or not _plain_json(signature)
+    ):
+        problems.append(f"{where}/signature: expected a list of argument objects")
+    if len(problems) > before:
+        return None
+    return ListedKernel(
+        name=strings["name"],
+        pack=strings["pack"],
+        symbol=strings["symbol"],
+        arch=tuple(arch),
+        metadata=dict(metadata),
+        priority=priority,
+        id=strings["id"].lower() if "id" in strings else None,
+        toc_key=strings.get("toc_key", strings["name"]),
+        signature=tuple(signature),
+        code_object=strings.get("code_object", DEFAULT_CODE_OBJECT),
+        where=where,
+    )
+
+
+def _plain_json(value: object) -> bool:
+    """Whether a value (read from TOML, say) is plain JSON: no dates, no NaN or infinity."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_plain_json(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain_json(v) for k, v in value.items())
+    return False
+
+
+# --- where code objects come from ---------------------------------------------------------
+
+
+class CodeObjects(Protocol):
+    """A source of built code objects, one per (kernel, arch)."""
+
+    def read(self, kernel: ListedKernel, arch: str) -> tuple[bytes, str] | str:
+        """The code object and a label of its origin, or why there is none."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class CodeObjectFiles:
+    """Code objects as files under one directory, named by each kernel's ``code_object``
+    template (``{arch}``, ``{toc_key}`` and ``{name}`` are filled in)."""
+
+    def __init__(self, directory: str | os.PathLike[str]):
+        self.directory = Path(directory)
+        if not self.directory.is_dir():
+            raise PackError([f"{self.directory}: the code object directory does not exist"])
+
+    def read(self, kernel: ListedKernel, arch: str) -> tuple[bytes, str] | str:
+        try:
+            relative = kernel.code_object.format_map(
+                {"arch": arch, "toc_key": kernel.toc_key, "name": kernel.name}
+            )
+        except (KeyError, ValueError, IndexError) as e:
+            return f"its code_object {kernel.code_object!r} is not a valid template ({e})"
+        path = self.directory / relative
+        top = os.path.realpath(self.directory)
+        if os.path.isabs(relative) or os.path.commonpath([os.path.realpath(path), top]) != top:
+            return f"its code object {relative!r} lies outside {self.directory}"
+        try:
+            return path.read_bytes(), relative
+        except FileNotFoundError:
+            return f"there is no {path}"
+        except OSError as e:
+            return f"{path} cannot be read: {e.strerror or e}"
+
+    def close(self) -> None:
+        pass
+
+
+class CodeObjectArchives:
+    """Code objects taken from existing .kpack archives, looked up by (toc_key, arch);
+    the first archive given that holds one wins."""
+
+    def __init__(self, archives: Sequence[str | os.PathLike[str]]):
+        self.readers: list[KpackReader] = []
+        try:
+            for archive in archives:
+                self.readers.append(KpackReader.open(archive))
+        except InvalidKpack as e:
+            self.close()
+            raise PackError([str(e)]) from None
+
+    def read(self, kernel: ListedKernel, arch: str) -> tuple[bytes, str] | str:
+        for reader in self.readers:
+            try:
+                entry = reader.find(kernel.toc_key, arch)
+            except InvalidKpack:
+                continue
+            try:
+                code = reader.read_kernel(entry)
+            except InvalidKpack as e:
+                return str(e)
+            return code, f"{Path(reader.name).name}#{kernel.toc_key}"
+        names = ", ".join(Path(r.name).name for r in self.readers)
+        return f"no archive ({names}) holds toc_key '{kernel.toc_key}' for {arch}"
+
+    def close(self) -> None:
+        for reader in self.readers:
+            reader.close()
+
+
+# --- the authored descriptors -------------------------------------------------------------
+
+
+@dataclass
+class Authored:
+    relative: str  # path under the authored tree, '/'-separated
+    suffix: str
+    data: bytes
+    document: dict[str, Any]
+
+
+def read_authored(directory: str | os.PathLike[str]) -> list[Authored]:
+    """Every descriptor file of an authored tree. Hidden entries are skipped (they are
+    editor and VCS files); a symlink is refused, so nothing outside the tree is copied."""
+    top = Path(directory)
+    if not top.is_dir():
+        raise PackError([f"{top}: the authored descriptor directory does not exist"])
+    problems: list[str] = []
+    found: list[Authored] = []
+    for path in sorted(_walk(top, problems)):
+        relative = path.relative_to(top).as_posix()
+        suffix = descriptor_suffix(path.name)
+        if suffix is None:
+            continue
+        try:
+            if path.stat().st_size > MAX_LIST_BYTES:
+                problems.append(f"{path}: larger than {MAX_LIST_BYTES} bytes")
+                continue
+            data = path.read_bytes()
+            document = loads(data)
+        except (OSError, JsoncError) as e:
+            problems.append(f"{path}: cannot be read as a descriptor: {e}")
+            continue
+        if not isinstance(document, dict):
+            problems.append(f"{path}: the document root must be a JSON object")
+            continue
+        found.append(Authored(relative, suffix, data, document))
+    if problems:
+        raise PackError(problems)
+    if not found:
+        raise PackError([f"{top}: holds no descriptor files (*.ued.json, *.kdp.json, ...)"])
+    return found
+
+
+def _walk(top: Path, problems: list[str]) -> Iterator[Path]:
+    try:
+        entries = sorted(os.scandir(top), key=lambda e: e.name)
+    except OSError as e:
+        problems.append(f"{top}: cannot be listed: {e.strerror or e}")
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if entry.is_symlink():
+            problems.append(f"{entry.path}: is a symlink; only regular files are packed")
+        elif entry.is_dir():
+            yield from _walk(Path(entry.path), problems)
+        elif entry.is_file():
+            yield Path(entry.path)
+
+
+# --- packing ------------------------------------------------------------------------------
+
+
+@dataclass
+class ArchShard:
+    arch: str
+    archive: str  # relative to the output root
+    kernels: int
+    packs: list[str]  # shard files, relative to the output root
+
+
+@dataclass
+class PackResult:
+    out: Path
+    group: str
+    generic: list[str]  # arch-independent files, relative to the output root
+    shards: dict[str, ArchShard]
+    engines: list[str]  # engine names the written tree loads
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "out": str(self.out),
+            "group": self.group,
+            "generic": self.generic,
+            "arches": {
+                arch: {"archive": s.archive, "kernels": s.kernels, "packs": s.packs}
+                for arch, s in self.shards.items()
+            },
+            "engines": self.engines,
+        }
+
+
+def pack(
+    authored_dir: str | os.PathLike[str],
+    kernel_list: str | os.PathLike[str] | KernelList,
+    code_objects: CodeObjects,
+    out: str | os.PathLike[str],
+    *,
+    group: str | None = None,
+    compression: str = "zstd",
+    registry: SymbolRegistry | None = None,
+    replace: bool = False,
+) -> PackResult:
+    """Write the arch_content tree for ``authored_dir`` and the listed kernels to ``out``.
+
+    ``out`` must not exist unless ``replace``; the tree is built beside it, linted and
+    loaded, then renamed into place. Raises :class:`PackError` naming every problem.
+    """
+    out = Path(out)
+    if (out.exists() or out.is_symlink()) and not replace:
+        raise PackError([f"{out}: already exists (give --force to replace it)"])
+    listed = kernel_list if isinstance(kernel_list, KernelList) else read_kernel_list(kernel_list)
+    group = group or listed.group
+    authored = read_authored(authored_dir)
+    targets = _assign(listed, authored)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    try:
+        result = _write(staging, out, listed, group, authored, targets, code_objects, compression)
+        loaded = _check(staging, out, registry)
+        result.engines = sorted(s.name for s in loaded.sets)
+        if out.exists() or out.is_symlink():
+            old = out.with_name(f".{out.name}.{os.getpid()}.old")
+            os.rename(out, old)
+            os.rename(staging, out)
+            _remove(old)
+        else:
+            os.rename(staging, out)
+    finally:
+        if staging.exists():
+            _remove(staging)
+    return result
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or not path.is_dir():
+        path.unlink()
+    else:
+        shutil.rmtree(path)
+
+
+def _assign(listed: KernelList, authored: list[Authored]) -> dict[str, list[ListedKernel]]:
+    """Authored pack (relative path) -> its listed kernels; every pack reference resolved and
+    every kernel arch inside its pack's declared arch."""
+    packs = [a for a in authored if a.suffix == ".kdp.json"]
+    by_key: dict[str, list[Authored]] = {}
+    for p in packs:
+        for key in {str(p.document.get("id", "")).lower(), str(p.document.get("name", ""))}:
+            by_key.setdefault(key, []).append(p)
+    problems = []
+    targets: dict[str, list[ListedKernel]] = {}
+    for kernel in listed.kernels:
+        found = by_key.get(kernel.pack) or by_key.get(kernel.pack.lower()) or []
+        if len(found) != 1:
+            known = ", ".join(sorted(str(p.document.get("name")) for p in packs)) or "none"
+            why = "several authored packs define" if found else "no authored pack defines"
+            problems.append(
+                f"{kernel.where}/pack: kernel '{kernel.name}' names pack '{kernel.pack}', "
+                f"which {why} (authored packs: {known})"
+            )
+            continue
+        authored_pack = found[0]
+        declared = authored_pack.document.get("arch") or []
+        outside = [
+            a for a in kernel.arch if isinstance(declared, list) and declared and a not in declared
+        ]
+        if outside:
+            problems.append(
+                f"{kernel.where}/arch: kernel '{kernel.name}' is listed for "
+                f"{', '.join(outside)}, which pack '{kernel.pack}' ({authored_pack.relative}) "
+                f"does not declare (its arch: {', '.join(map(str, declared))})"
+            )
+            continue
+        targets.setdefault(authored_pack.relative, []).append(kernel)
+    for p in packs:
+        if not p.document.get("kernelDescriptors") and p.relative not in targets:
+            problems.append(
+                f"{listed.path}: pack '{p.document.get('name')}' ({p.relative}) declares no "
+                "kernels and the list gives it none; list its kernels or remove the pack"
+            )
+    if problems:
+        raise PackError(problems)
+    return targets
+
+
+def _write(
+    staging: Path,
+    out: Path,
+    listed: KernelList,
+    group: str,
+    authored: list[Authored],
+    targets: dict[str, list[ListedKernel]],
+    code_objects: CodeObjects,
+    compression: str,
+) -> PackResult:
+    generic = []
+    for item in authored:
+        if item.relative in targets:
+            continue  # shipped per arch instead
+        destination = staging / item.relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_bytes(item.data)
+        generic.append(item.relative)
+    arches = sorted({a for kernels in targets.values() for k in kernels for a in k.arch})
+    by_relative = {a.relative: a for a in authored}
+    shards = {}
+    problems: list[str] = []
+    for arch in arches:
+        shard = _write_arch(
+            staging, arch, listed, group, by_relative, targets, code_objects, compression, problems
+        )
+        if shard is not None:
+            shards[arch] = shard
+    if problems:
+        raise PackError(problems)
+    return PackResult(out, group, generic, shards, [])
+
+
+def _write_arch(
+    staging: Path,
+    arch: str,
+    listed: KernelList,
+    group: str,
+    authored: Mapping[str, Authored],
+    targets: dict[str, list[ListedKernel]],
+    code_objects: CodeObjects,
+    compression: str,
+    problems: list[str],
+) -> ArchShard | None:
+    archive_relative = f"{arch}/kpack/{group}_{arch}.kpack"
+    codes: dict[str, tuple[bytes, str]] = {}  # toc_key -> (code, kernel name)
+    documents = []
+    for relative in sorted(targets):
+        kernels = [k for k in targets[relative] if arch in k.arch]
+        if not kernels:
+            continue
+        pack_document = authored[relative].document
+        pack_id = str(pack_document.get("id", "")).lower()
+        library = os.path.relpath(archive_relative, os.path.dirname(f"{arch}/{relative}"))
+        entries, origins = [], {}
+        for kernel in kernels:
+            found = code_objects.read(kernel, arch)
+            if isinstance(found, str):
+                problems.append(
+                    f"{kernel.where}: kernel '{kernel.name}' is listed for {arch}, but it has "
+                    f"no code object for {arch}: {found}"
+                )
+                continue
+            code, origin = found
+            previous = codes.get(kernel.toc_key)
+            if previous is not None and previous[0] != code:
+                problems.append(
+                    f"{kernel.where}: kernel '{kernel.name}' and kernel '{previous[1]}' share "
+                    f"toc_key '{kernel.toc_key}' for {arch} with different code objects"
+                )
+                continue
+            codes[kernel.toc_key] = (code, kernel.name)
+            origins[kernel.name] = origin
+            entries.append(_kernel_entry(kernel, pack_id, library, code))
+        authored_kernels = pack_document.get("kernelDescriptors", [])
+        document = {
+            key: value
+            for key, value in pack_document.items()
+            if key not in ("arch", "kernelDescriptors", "provenance")
+        }
+        document["arch"] = [arch]
+        document["provenance"] = {
+            "producer": PRODUCER,
+            "authored": relative,
+            "authored_arch": pack_document.get("arch", []),
+            "kernel_list": listed.path.name,
+            "code_objects": origins,
+        }
+        # kernelDescriptors last, as the upstream packager writes them: a reader sees
+        # the pack's identity before its (long) kernel list.
+        kept = authored_kernels if isinstance(authored_kernels, list) else []
+        document["kernelDescriptors"] = [*kept, *entries]
+        documents.append((f"{arch}/{relative}", document))
+    if problems or not documents:
+        return None
+    (staging / archive_relative).parent.mkdir(parents=True, exist_ok=True)
+    write_kpack(
+        staging / archive_relative,
+        ((key, codes[key][0]) for key in sorted(codes)),
+        group,
+        arch,
+        compression,
+    )
+    for relative, document in documents:
+        path = staging / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return ArchShard(arch, archive_relative, len(codes), [r for r, _ in documents])
+
+
+def _kernel_entry(kernel: ListedKernel, pack_id: str, library: str, code: bytes) -> dict[str, Any]:
+    ident = kernel.id or str(uuid.uuid5(KERNEL_NAMESPACE, f"{pack_id}/{kernel.name}"))
+    return {
+        "version": KERNEL_VERSION,
+        "id": ident,
+        "name": kernel.name,
+        "kernel_source": {
+            "kind": "kpack",
+            "library": library,
+            "toc_key": kernel.toc_key,
+            "symbol": kernel.symbol,
+            "sha256": hashlib.sha256(code).hexdigest(),
+            "signature": list(kernel.signature),
+        },
+        "metadata": kernel.metadata,
+        "priority": kernel.priority,
+    }
+
+
+def _check(staging: Path, out: Path, registry: SymbolRegistry | None) -> LoadResult:
+    """The written tree must pass the schemas and load without an ERROR (what
+    ``gfxpack descriptors lint`` requires, less its minimum-version report); messages
+    name the files under ``out``, where they would have been."""
+
+    def shown(text: str) -> str:
+        return text.replace(str(staging), str(out))
+
+    load = load_validated([staging], registry, names=EngineNames())
+    problems = []
+    for path, suffix in descriptor_files(staging, Diagnostics()):
+        document = loads(Path(path).read_bytes())  # written by us: JSON
+        problems += [f"{shown(path)}: {problem}" for problem in schema_errors(document, suffix)]
+    problems += [
+        f"{shown(d.path) + ': ' if d.path else ''}{d.code}: {shown(d.message)}"
+        for d in load.diagnostics.at_least(Severity.ERROR)
+    ]
+    if problems:
+        raise PackError(
+            ["the packed tree does not load cleanly, so nothing was written:", *problems]
+        )
+    return load
