@@ -26,8 +26,8 @@ def main() -> None:
 from gfxpack.cli import (  # noqa: E402, F401
     build_cmd,
     descriptors_cmd,
-    diff_cmd,
     descriptors_pack_cmd,
+    diff_cmd,
     kpack_cmd,
     plan_cmd,
     repo_cmd,
