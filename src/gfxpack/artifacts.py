@@ -117,6 +117,9 @@ def _read_manifest(path: Path) -> tuple[str, ...]:
         line = line.strip()
         if not line or line.startswith("#"):
             continue
+        problem = name_problem(line)
+        if problem:
+            raise InvalidArtifacts(f"{path}:{number}: {line!r}: {problem}")
         normalized = posixpath.normpath(line)
         if line.startswith("/") or normalized == ".." or normalized.startswith("../"):
             raise InvalidArtifacts(

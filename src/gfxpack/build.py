@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import hashlib
 import os
 import signal
@@ -192,7 +193,17 @@ def _guarded(package, fmt, info, scratch, out):
     try:
         return write_package(info, fmt, scratch, out)
     except OSError as e:
-        raise BuildError(f"{package.name(fmt)} ({fmt}): {e}") from e
+        raise _job_error(package, fmt, e, out) from e
+
+
+def _job_error(package: PlannedPackage, fmt: str, error: OSError, out: str) -> BuildError:
+    """One line naming the package, and OUT when OUT is what failed."""
+    what = f"{package.name(fmt)} ({fmt})"
+    if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+        return BuildError(f"{out}: cannot write {what}: {error.strerror}")
+    if error.strerror and error.filename:
+        return BuildError(f"{what}: {error.filename}: {error.strerror}")
+    return BuildError(f"{what}: {error}")
 
 
 def _worker_init(parent: int) -> None:
@@ -231,7 +242,7 @@ def _run_pool(jobs, workers: int, scratch: str, out: str, record) -> None:
                 try:
                     record(package, fmt, future.result())
                 except OSError as e:
-                    raise BuildError(f"{package.name(fmt)} ({fmt}): {e}") from e
+                    raise _job_error(package, fmt, e, out) from e
     except BaseException:
         # Stop at once: queued jobs are dropped and running ones killed; their
         # partial files live in the scratch directory the caller removes.
