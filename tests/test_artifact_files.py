@@ -200,6 +200,16 @@ def test_names_must_be_utf8_without_control_characters(tmp_path, name, shown, wh
     )
 
 
+def test_a_symlink_target_with_a_newline_is_refused(tmp_path):
+    stage = make_tree(tmp_path / "art")
+    (stage / "lib" / "link").symlink_to("librocblas.so.1\nInjected: yes")
+    assert_refused(
+        build(tmp_path, tmp_path / "art"),
+        tmp_path,
+        f"{stage}/lib/link: symlink target: name contains a control character",
+    )
+
+
 def test_a_utf8_name_is_packaged(tmp_path):
     stage = make_tree(tmp_path / "art")
     (stage / "lib" / "données.txt").write_text("ok")
@@ -285,6 +295,7 @@ def test_output_does_not_depend_on_the_umask(tmp_path):
         assert result.exit_code == 0, result.output
         files = sorted(p for p in out.iterdir())
         assert {stat.S_IMODE(p.stat().st_mode) for p in files} == {0o644}
+        assert stat.S_IMODE(out.stat().st_mode) == 0o755
         # index.json records how long each package took; the packages are compared.
         digests[mask] = {
             p.name: hashlib.sha256(p.read_bytes()).hexdigest()

@@ -201,11 +201,20 @@ def descendants(pid: int) -> list[int]:
 
 
 def alive(pid: int) -> bool:
+    """Whether any thread of the process still runs (a killed process's first thread
+    can be a zombie while compression threads still exit, holding its files open)."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except FileNotFoundError:
         return False
-    return state not in ("Z", "X")
+    for task in tasks:
+        try:
+            state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            continue
+        if state not in ("Z", "X"):
+            return True
+    return False
 
 
 def wait_gone(pids: list[int], seconds: float = 10) -> list[int]:

@@ -216,13 +216,15 @@ def _worker_init(parent: int) -> None:
 
 def _die_with_parent(parent: int) -> None:
     """A worker whose build was killed (kill -9 leaves no chance to clean up) must not
-    go on renaming packages into OUT: Linux kills it when its parent dies."""
+    go on renaming packages into OUT: Linux kills it when its parent dies. (The signal
+    follows the thread that started the worker; the pool starts its workers from the
+    thread that runs the build, which lives as long as the build.)"""
     with contextlib.suppress(OSError, AttributeError):  # not Linux: nothing to ask
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     try:
         os.kill(parent, 0)  # the parent may have died before the request
-    except ProcessLookupError:
+    except OSError:  # gone (or its pid already someone else's)
         os._exit(1)
 
 

@@ -149,11 +149,19 @@ def _plain_names(document: Any, key: str) -> set[str]:
 
 
 def _read_json(path: Path) -> Any:
+    """A previous index or claims file; None when it is missing, not a regular file (never
+    followed, never blocked on) or not JSON."""
     try:
-        with open(path, "rb") as file:
-            return json.loads(file.read(64 << 20))
-    except (OSError, ValueError, RecursionError):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
         return None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        try:
+            return json.loads(file.read(64 << 20))
+        except (OSError, ValueError, RecursionError):
+            return None
 
 
 def begin(out: Path, produced: Iterable[str]) -> set[str]:
