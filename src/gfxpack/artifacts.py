@@ -5,7 +5,8 @@ Layout (spec packaging.md section 3): one directory per artifact,
 build-tree prefix per line) and the prefix trees. The payload of a package is
 the content under the manifest lines its package.json subdirs select, merged
 into the install prefix. Packaging never inspects files: host vs device is
-decided by the directory's target alone.
+decided by the directory's target alone. What may be read and packaged at all
+(no symlink followed, no FIFO, names and modes) is :mod:`gfxpack.artifact_files`.
 
 :func:`scan` reads the tree into an :class:`ArtifactTree`; :func:`route` maps
 every planned package to its entries and rejects any path two packages would
@@ -17,23 +18,31 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gfxpack.artifact_files import (
+    InvalidArtifacts,
+    name_problem,
+    printable,
+    read_regular,
+    real_directory,
+    walk,
+)
 from gfxpack.config import ArtifactSource
 from gfxpack.errors import GfxpackError
-from gfxpack.formats.payload import Entry, entry_from_disk, with_parents
+from gfxpack.formats.payload import Entry, with_parents
 from gfxpack.plan import ArtifactIndex, Kind, Mode, PlannedPackage, ReleasePlan
 from gfxpack.plan.artifact_index import ARTIFACT_DIR, GENERIC
 from gfxpack.plan.naming import arch_suffix
 
 MANIFEST = "artifact_manifest.txt"
 THEROCK_MANIFEST = "therock_manifest.json"
+# Manifests are small text files; anything larger is not one.
+MANIFEST_LIMIT = 16 << 20
 
-
-class InvalidArtifacts(GfxpackError, ValueError):
-    """An artifacts directory that cannot be read as TheRock's layout."""
+__all__ = ["ArtifactTree", "ContentCollision", "InvalidArtifacts", "route", "scan", "selects"]
 
 
 class ContentCollision(GfxpackError, ValueError):
@@ -66,14 +75,30 @@ def scan(root: str | os.PathLike) -> ArtifactTree:
         raise InvalidArtifacts(f"{root}: artifacts directory does not exist")
     if not root.is_dir():
         raise InvalidArtifacts(f"{root}: not a directory")
-    directories, warnings = [], []
-    for entry in sorted(os.scandir(root), key=lambda e: e.name):
-        if not entry.is_dir() or not ARTIFACT_DIR.match(entry.name):
+    directories, warnings, problems = [], [], []
+    try:
+        with os.scandir(root) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+    except OSError as e:
+        raise InvalidArtifacts(f"{root}: cannot read: {e.strerror}") from None
+    for entry in entries:
+        if not ARTIFACT_DIR.match(entry.name):
             continue
-        if not os.path.isfile(os.path.join(entry.path, MANIFEST)):
+        if name_problem(entry.name):
+            problems.append(f"{printable(entry.path)}: {name_problem(entry.name)}")
+        elif entry.is_symlink():
+            problems.append(
+                f"{entry.path}: is a symlink; artifact directories must be real directories "
+                "(gfxpack never follows a directory symlink)"
+            )
+        elif not entry.is_dir(follow_symlinks=False):
+            continue
+        elif not os.path.lexists(os.path.join(entry.path, MANIFEST)):
             warnings.append(f"{entry.path}: no {MANIFEST}; directory ignored")
-            continue
-        directories.append(entry.name)
+        else:
+            directories.append(entry.name)
+    if problems:
+        raise InvalidArtifacts("\n".join(problems))
     if not directories:
         raise InvalidArtifacts(
             f"{root}: no artifact directories (expected <name>_<component>_<target>/ "
@@ -84,14 +109,17 @@ def scan(root: str | os.PathLike) -> ArtifactTree:
 
 def _read_manifest(path: Path) -> tuple[str, ...]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        text = read_regular(str(path), MANIFEST_LIMIT).decode("utf-8")
+    except UnicodeDecodeError as e:
         raise InvalidArtifacts(f"{path}: cannot read: {e}") from None
     prefixes = []
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
+        problem = name_problem(line)
+        if problem:
+            raise InvalidArtifacts(f"{path}:{number}: {line!r}: {problem}")
         normalized = posixpath.normpath(line)
         if line.startswith("/") or normalized == ".." or normalized.startswith("../"):
             raise InvalidArtifacts(
@@ -103,14 +131,32 @@ def _read_manifest(path: Path) -> tuple[str, ...]:
 
 def _kpack_split(root: Path) -> bool:
     """Whether any therock_manifest.json says {"flags": {"KPACK_SPLIT_ARTIFACTS": true}}."""
-    for manifest in sorted(root.rglob(THEROCK_MANIFEST)):
+    for manifest in _find(root, THEROCK_MANIFEST):
+        data = read_regular(manifest, MANIFEST_LIMIT)
         try:
-            flags = json.loads(manifest.read_text(encoding="utf-8")).get("flags", {})
-        except (OSError, ValueError, AttributeError) as e:
-            raise InvalidArtifacts(f"{manifest}: not a JSON object: {e}") from None
+            flags = json.loads(data).get("flags", {})
+        except (ValueError, AttributeError) as e:
+            raise InvalidArtifacts(f"{printable(manifest)}: not a JSON object: {e}") from None
+        except RecursionError:
+            raise InvalidArtifacts(
+                f"{printable(manifest)}: not a manifest: JSON nested too deeply"
+            ) from None
         if isinstance(flags, dict) and flags.get("KPACK_SPLIT_ARTIFACTS") is True:
             return True
     return False
+
+
+def _find(root: Path, name: str) -> list[str]:
+    """Every path called ``name`` in the tree, sorted; directory symlinks not followed."""
+
+    def unreadable(error: OSError) -> None:
+        raise InvalidArtifacts(f"{printable(str(error.filename))}: cannot read: {error.strerror}")
+
+    found = []
+    for directory, dirnames, filenames in os.walk(root, onerror=unreadable):
+        if name in filenames or name in dirnames:
+            found.append(os.path.join(directory, name))
+    return sorted(found)
 
 
 def selects(subdir: str, prefix: str) -> bool:
@@ -162,6 +208,7 @@ def package_entries(
     spec = plan.specs[package.base]
     present = set(tree.directories)
     found: dict[str, tuple[Entry, str]] = {}
+    problems: list[str] = []
     for source in spec.artifactory:
         for subdir in source.subdirs:
             for component in subdir.components:
@@ -169,25 +216,20 @@ def package_entries(
                     if directory not in present:
                         continue
                     for prefix in tree.manifest(directory):
-                        if selects(subdir.name, prefix):
-                            top = tree.root / directory / prefix
-                            for entry in _walk(top, plan.prefix, mtime):
-                                _merge(found, entry, f"{directory}/{prefix}", package)
+                        if not selects(subdir.name, prefix):
+                            continue
+                        root = str(tree.root / directory)
+                        if not real_directory(root, prefix, problems):
+                            continue
+                        top = os.path.join(root, prefix)
+                        for entry in walk(
+                            top, plan.prefix, mtime, spec.allow_special_modes, problems
+                        ):
+                            _merge(found, entry, f"{directory}/{prefix}", package)
+    if problems:
+        raise InvalidArtifacts("\n".join(dict.fromkeys(problems)))
     entries = [entry for entry, _ in found.values()]
     return with_parents(entries, mtime, stop=posixpath.dirname(plan.prefix))
-
-
-def _walk(top: Path, prefix: str, mtime: int) -> Iterator[Entry]:
-    """Everything under ``top``, hidden entries included, symlinks not followed."""
-    if not top.is_dir():
-        return
-    for directory, dirnames, filenames in os.walk(top):
-        relative = os.path.relpath(directory, top)
-        base = prefix if relative == "." else f"{prefix}/{relative}"
-        for name in sorted(dirnames + filenames):
-            yield entry_from_disk(os.path.join(directory, name), f"{base}/{name}", mtime)
-        # os.walk lists symlinks to directories as dirs; they are entries, not trees.
-        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(directory, d))]
 
 
 def _merge(found: dict, entry: Entry, origin: str, package: PlannedPackage) -> None:
@@ -202,12 +244,18 @@ def _merge(found: dict, entry: Entry, origin: str, package: PlannedPackage) -> N
 
 def route(plan: ReleasePlan, tree: ArtifactTree, mtime: int) -> dict[str, tuple[Entry, ...]]:
     """Entries for every package with files; a path installed by two packages is an
-    error naming both and the path (all such paths at once)."""
-    routed = {
-        package.key: package_entries(package, plan, tree, mtime)
-        for package in plan.packages
-        if package.has_files
-    }
+    error naming both and the path, an entry no package may carry an error naming
+    the entry (all such problems at once)."""
+    routed: dict[str, tuple[Entry, ...]] = {}
+    problems: list[str] = []
+    for package in plan.packages:
+        if package.has_files:
+            try:
+                routed[package.key] = package_entries(package, plan, tree, mtime)
+            except InvalidArtifacts as e:
+                problems.extend(str(e).splitlines())
+    if problems:
+        raise InvalidArtifacts("\n".join(dict.fromkeys(problems)))
     check_ownership(routed)
     return routed
 

@@ -3,26 +3,29 @@
 A build is a list of independent jobs, one per (package, format): inputs are
 one :class:`PackageInfo` (the planned package with its routed entries), the
 output one file and its digest. Jobs run on a ``concurrent.futures`` process
-pool. Each writes under a private temporary directory inside OUT and is
-renamed into place only when complete, so an error or an interrupt leaves no
-partial package in OUT; ``index.json`` is written last, the same way.
+pool whose workers die with the build. Each writes under a private scratch
+directory inside OUT and is renamed into place only when complete, so an error,
+an interrupt or a kill leaves no partial package in OUT; ``index.json`` is
+written last, the same way. What else OUT holds, and what becomes of it, is
+:mod:`gfxpack.outdir`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
 import hashlib
-import json
 import os
-import shutil
 import signal
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
-from gfxpack import epoch
+from gfxpack import epoch, outdir
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import FORMATS, PackageInfo, writer
 from gfxpack.formats.compress import Compression
@@ -33,7 +36,9 @@ from gfxpack.views import to_json
 
 # 2024-01-01T00:00:00Z: the timestamp of every build that sets no SOURCE_DATE_EPOCH.
 DEFAULT_EPOCH = 1_704_067_200
-INDEX = "index.json"
+INDEX = outdir.INDEX
+# linux/prctl.h: deliver a signal to this process when its parent dies.
+PR_SET_PDEATHSIG = 1
 
 
 class BuildError(GfxpackError):
@@ -126,6 +131,7 @@ def write_package(
     name = module.filename(info)
     partial = os.path.join(scratch, name)
     with open(partial, "wb") as file:
+        os.fchmod(file.fileno(), outdir.FILE_MODE)  # not the umask's
         hashing = _HashingFile(file)
         module.write(info, hashing)
     os.replace(partial, os.path.join(out, name))
@@ -138,10 +144,12 @@ def build(
     out: str | os.PathLike,
     options: BuildOptions = BuildOptions(),
     on_built: Callable[[BuiltFile, int, int], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> list[BuiltFile]:
-    """Write every package of the plan in every format into ``out``."""
+    """Write every package of the plan in every format into ``out``, which then holds
+    exactly this build: what an earlier build wrote there and this one does not produce
+    is removed, anything else is left alone; ``on_note`` hears about both."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     jobs = [
         (package, fmt, package_info(plan, package, fmt, routed.get(package.key, ()), options))
         for package in plan.packages
@@ -149,7 +157,9 @@ def build(
     ]
     # Largest payloads first, so the pool's last jobs are short ones.
     jobs.sort(key=lambda job: -installed_size(job[2].entries))
-    scratch = tempfile.mkdtemp(prefix=".gfxpack-partial-", dir=out)
+    produced = {writer(fmt).filename(info) for _, fmt, info in jobs}
+    outdir.create(out)
+    earlier = outdir.begin(out, produced)
     built: list[BuiltFile] = []
 
     def record(package: PlannedPackage, fmt: str, result: tuple) -> None:
@@ -169,16 +179,19 @@ def build(
         if on_built:
             on_built(item, len(built), len(jobs))
 
-    try:
+    with outdir.scratch(out) as scratch:
         if options.jobs <= 1:
             for package, fmt, info in jobs:
                 record(package, fmt, _guarded(package, fmt, info, scratch, str(out)))
         else:
             _run_pool(jobs, options.jobs, scratch, str(out), record)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     built.sort(key=lambda b: (b.format, b.file))
-    _write_index(out, plan, built)
+    tidied = outdir.finish(out, _index(plan, built), produced, earlier)
+    if on_note:
+        for name in tidied.removed:
+            on_note(f"removed {out / name}: an earlier build wrote it; this build does not")
+        for name in tidied.foreign:
+            on_note(f"left alone {out / name}: not written by gfxpack")
     return built
 
 
@@ -186,18 +199,45 @@ def _guarded(package, fmt, info, scratch, out):
     try:
         return write_package(info, fmt, scratch, out)
     except OSError as e:
-        raise BuildError(f"{package.name(fmt)} ({fmt}): {e}") from e
+        raise _job_error(package, fmt, e, out) from e
 
 
-def _worker_init() -> None:
+def _job_error(package: PlannedPackage, fmt: str, error: OSError, out: str) -> BuildError:
+    """One line naming the package, and OUT when OUT is what failed."""
+    what = f"{package.name(fmt)} ({fmt})"
+    if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+        return BuildError(f"{out}: cannot write {what}: {error.strerror}")
+    if error.strerror and error.filename:
+        return BuildError(f"{what}: {error.filename}: {error.strerror}")
+    return BuildError(f"{what}: {error}")
+
+
+def _worker_init(parent: int) -> None:
     # Only the parent reacts to Ctrl-C (the terminal signals the whole process
     # group): it terminates the workers and removes their partial files.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent(parent)
+
+
+def _die_with_parent(parent: int) -> None:
+    """A worker whose build was killed (kill -9 leaves no chance to clean up) must not
+    go on renaming packages into OUT: Linux kills it when its parent dies. (The signal
+    follows the thread that started the worker; the pool starts its workers from the
+    thread that runs the build, which lives as long as the build.)"""
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: nothing to ask
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    try:
+        os.kill(parent, 0)  # the parent may have died before the request
+    except OSError:  # gone (or its pid already someone else's)
+        os._exit(1)
 
 
 def _run_pool(jobs, workers: int, scratch: str, out: str, record) -> None:
-    executor = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
+    executor = ProcessPoolExecutor(
+        max_workers=workers, initializer=_worker_init, initargs=(os.getpid(),)
+    )
     futures: dict[Future, tuple] = {}
     try:
         for package, fmt, info in jobs:
@@ -210,7 +250,7 @@ def _run_pool(jobs, workers: int, scratch: str, out: str, record) -> None:
                 try:
                     record(package, fmt, future.result())
                 except OSError as e:
-                    raise BuildError(f"{package.name(fmt)} ({fmt}): {e}") from e
+                    raise _job_error(package, fmt, e, out) from e
     except BaseException:
         # Stop at once: queued jobs are dropped and running ones killed; their
         # partial files live in the scratch directory the caller removes.
@@ -225,8 +265,8 @@ def _run_pool(jobs, workers: int, scratch: str, out: str, record) -> None:
     executor.shutdown(wait=True)
 
 
-def _write_index(out: Path, plan: ReleasePlan, built: list[BuiltFile]) -> None:
-    index = {
+def _index(plan: ReleasePlan, built: list[BuiltFile]) -> dict[str, Any]:
+    return {
         "rocm_version": plan.rocm_version,
         "release": plan.release,
         "mode": str(plan.mode),
@@ -236,6 +276,3 @@ def _write_index(out: Path, plan: ReleasePlan, built: list[BuiltFile]) -> None:
         # what report and diff read instead of re-planning.
         "plan": to_json(plan),
     }
-    partial = out / f".{INDEX}.partial"
-    partial.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
-    os.replace(partial, out / INDEX)

@@ -114,6 +114,8 @@ class PackageSpec:
     disable_deb_strip: bool = False
     disable_rpm_strip: bool = False
     disable_debug_package: bool = False
+    # Ship setuid, setgid, sticky and world-writable entries (refused otherwise).
+    allow_special_modes: bool = False
 
     @property
     def is_devel(self) -> bool:
@@ -177,6 +179,7 @@ _FLAGS = {
     "disable_deb_strip": "disable_deb_strip",
     "disable_rpm_strip": "disable_rpm_strip",
     "disable_debug_package": "disable_debug_package",
+    "allow_special_modes": "allow_special_modes",
 }
 # Keys upstream documents but its code ignores.
 _DOCUMENTED_BUT_IGNORED = {
@@ -230,6 +233,8 @@ def parse_config(text: str, path: str = "package.json") -> Config:
         raise InvalidConfig(
             path, [(f"line {e.lineno} column {e.colno}", f"not valid JSON: {e.msg}")]
         ) from None
+    except RecursionError:
+        raise InvalidConfig(path, [("/", "not a package list: JSON nested too deeply")]) from None
     return _Validator(path).config(document)
 
 

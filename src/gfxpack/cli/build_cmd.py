@@ -98,8 +98,12 @@ def build_command(
     """Build every package of the release as .deb and .rpm files.
 
     Packages are written in parallel, each under a temporary name and renamed
-    when complete; OUT/index.json lists every file with its sha256. Builds are
-    reproducible: SOURCE_DATE_EPOCH (default 2024-01-01) sets every timestamp.
+    when complete; OUT/index.json lists every file with its sha256. OUT then
+    holds exactly this build: files an earlier build wrote there that this one
+    does not produce are removed, files gfxpack did not write are left alone
+    (both are reported). Builds are reproducible: SOURCE_DATE_EPOCH (default
+    2024-01-01) sets every timestamp, modes are normalised (0755 directories,
+    0644 or 0755 files).
     """
     chosen = tuple(split_list((formats,)))
     if not chosen or any(f not in ("deb", "rpm") for f in chosen):
@@ -130,8 +134,14 @@ def build_command(
     # SIGTERM stops a build the way Ctrl-C does: jobs killed, partial files removed.
     signal.signal(signal.SIGTERM, _interrupt)
     with _progress(quiet) as on_built:
-        built = build_module.build(release_plan, routed, out, build_options, on_built)
+        built = build_module.build(
+            release_plan, routed, out, build_options, on_built, None if quiet else _note
+        )
     _print_build_summary(built, out, time.perf_counter() - started)
+
+
+def _note(message: str) -> None:
+    click.echo(f"note: {message}", err=True)
 
 
 def _interrupt(_signum, _frame):

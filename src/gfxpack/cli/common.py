@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import re
 import sys
+import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -16,22 +19,59 @@ from gfxpack.plan import Mode, PinPolicy, PlanOptions, ReleasePlan, Severity
 SEPARATORS = re.compile(r"[\s,;]+")
 
 
+# Context.meta key: the global --debug flag.
+DEBUG = "gfxpack.debug"
+REPORT_HINT = (
+    "this is a bug in gfxpack; please report it with the command you ran "
+    "and the output of the same command with --debug"
+)
+
+
 def reports_errors(command: Callable) -> Callable:
-    """A GfxpackError becomes ``error: ...`` lines and exit 1; Ctrl-C exit 130."""
+    """A GfxpackError becomes ``error: ...`` lines and exit 1; Ctrl-C exit 130; any other
+    exception one line with a request to report it, exit 1 (``--debug``: the traceback)."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
+        debug = _debugging()
         try:
             return command(*args, **kwargs)
         except GfxpackError as e:
+            if debug:
+                traceback.print_exc()
             for line in str(e).splitlines() or [type(e).__name__]:
                 click.echo(f"error: {line}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             click.echo("error: interrupted; nothing partial was left behind", err=True)
             sys.exit(130)
+        except BrokenPipeError:
+            # The reader went away (| head): stop quietly, as other tools do; stdout
+            # points at /dev/null so that flushing it at exit cannot fail again.
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise  # click's own: usage errors and exits
+        except Exception as e:
+            if debug:
+                raise
+            report_bug(e)
 
     return wrapper
+
+
+def report_bug(error: Exception) -> NoReturn:
+    """An exception gfxpack did not expect: one line, a request to report it, exit 1."""
+    what = " ".join(str(error).split())[:200]
+    detail = f"{type(error).__name__}: {what}" if what else type(error).__name__
+    click.echo(f"error: unexpected {detail} ({REPORT_HINT})", err=True)
+    sys.exit(1)
+
+
+def _debugging() -> bool:
+    context = click.get_current_context(silent=True)
+    return bool(context and context.meta.get(DEBUG))
 
 
 def split_list(values: tuple[str, ...]) -> list[str]:

@@ -73,10 +73,18 @@ class _HashingReader:
         return data
 
 
-def _open(entry: Entry):
+def _open(entry: Entry) -> BinaryIO:
+    """A file's bytes; the path is opened without following a symlink or blocking on
+    a FIFO, so a source swapped after the artifacts were checked cannot leak in."""
     if entry.data is not None:
         return io.BytesIO(entry.data)
-    return open(entry.source, "rb")
+    assert entry.source is not None
+    fd = os.open(entry.source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    file = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        file.close()
+        raise OSError(f"{entry.source}: no longer a regular file")
+    return file
 
 
 # --- tar (DEB data.tar and control.tar) ------------------------------------------------------
@@ -166,16 +174,3 @@ def write_cpio(
             digests[entry.path] = reader.hash.hexdigest()
     _cpio_header(out, "TRAILER!!!", 0, 0, 1, 0, 0)
     return digests
-
-
-def entry_from_disk(source: str, path: str, mtime_limit: int) -> Entry:
-    """An entry for a file, directory or symlink on disk (modes kept, mtime clamped)."""
-    info = os.lstat(source)
-    mtime = min(int(info.st_mtime), mtime_limit)
-    if stat.S_ISLNK(info.st_mode):
-        return Entry(path, "symlink", 0o777, target=os.readlink(source), mtime=mtime)
-    if stat.S_ISDIR(info.st_mode):
-        return Entry(path, "dir", stat.S_IMODE(info.st_mode), mtime=mtime)
-    if stat.S_ISREG(info.st_mode):
-        return Entry(path, "file", stat.S_IMODE(info.st_mode), info.st_size, source, mtime=mtime)
-    raise OSError(f"{source}: not a regular file, directory or symlink")

@@ -1,0 +1,226 @@
+"""Reading an artifacts tree the way a package may hold it: nothing followed, nothing odd.
+
+The artifacts tree is untrusted input (a build, a download, anyone with write access
+to either), and what gfxpack reads from it is installed by root. So:
+
+- **No symlink is followed.** The directories leading to a package's content (the
+  artifact directory and every component of an ``artifact_manifest.txt`` line) must be
+  real directories; below them a symlink is packaged as a symlink, never read through,
+  and only when its target stays inside the install prefix. Manifests are opened
+  without following a symlink.
+- **Only regular files, directories and symlinks** are packaged: a FIFO, socket or
+  device is an error (opening one could hang or touch hardware).
+- **Names are UTF-8 without control characters**: dpkg refuses others, a newline
+  would split the lists packages carry.
+- **Modes are normalised**: directories 0755, files 0755 when any execute bit is set and
+  0644 otherwise, so the umask the artifacts were made under never shows in a package.
+  setuid, setgid, sticky and world-writable entries are refused unless the package sets
+  ``Allow_Special_Modes``, which keeps those bits.
+
+Every problem is collected, so one run names all of them.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import posixpath
+import re
+import stat
+from collections.abc import Iterator
+
+from gfxpack.errors import GfxpackError
+from gfxpack.formats.payload import Entry
+
+# C0 and C1 control characters and DEL.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# The bits that let a file run as its owner, keep others' files or let anyone write.
+SPECIAL_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX | stat.S_IWOTH
+ALLOW_SPECIAL_MODES_KEY = "Allow_Special_Modes"
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+_ONLY = "only regular files, directories and symlinks can be packaged"
+
+
+class InvalidArtifacts(GfxpackError, ValueError):
+    """An artifacts directory that cannot be read as TheRock's layout, or holds
+    something a package must not carry."""
+
+
+def printable(path: str) -> str:
+    """A path as one printable line: bytes that are not UTF-8 as ``\\xff``, control
+    characters as ``\\x0a``.
+
+    >>> printable("lib/a\\nb"), printable(os.fsdecode(b"lib/\\xff"))
+    ('lib/a\\\\x0ab', 'lib/\\\\xff')
+    """
+    text = os.fsencode(path).decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def name_problem(name: str) -> str | None:
+    """Why a file name (or symlink target) cannot go into a package, or None."""
+    try:
+        name.encode("utf-8")  # undecodable bytes arrive as lone surrogates
+    except UnicodeEncodeError:
+        return "name is not valid UTF-8"
+    if _CONTROL.search(name):
+        return "name contains a control character"
+    return None
+
+
+def normalised_mode(kind: str, mode: int, allow_special: bool) -> int:
+    """The mode a package records for an entry made with ``mode`` on disk.
+
+    >>> oct(normalised_mode("file", 0o700, False)), oct(normalised_mode("dir", 0o700, False))
+    ('0o755', '0o755')
+    >>> oct(normalised_mode("file", 0o600, False)), oct(normalised_mode("file", 0o6777, True))
+    ('0o644', '0o6777')
+    """
+    if kind == "symlink":
+        return 0o777
+    base = 0o755 if kind == "dir" or mode & 0o111 else 0o644
+    if not allow_special:
+        return base
+    kept = mode & SPECIAL_BITS
+    if kept & stat.S_IWOTH:
+        kept |= stat.S_IWGRP  # world-writable implies group-writable
+    return base | kept
+
+
+def _special_problem(mode: int) -> str | None:
+    bits = mode & SPECIAL_BITS
+    if not bits:
+        return None
+    names = [
+        name
+        for bit, name in (
+            (stat.S_ISUID, "setuid"),
+            (stat.S_ISGID, "setgid"),
+            (stat.S_ISVTX, "sticky"),
+            (stat.S_IWOTH, "world-writable"),
+        )
+        if bits & bit
+    ]
+    return (
+        f"mode {stat.S_IMODE(mode):04o} is {' and '.join(names)}; set "
+        f'"{ALLOW_SPECIAL_MODES_KEY}": "True" on the package in package.json to ship it'
+    )
+
+
+def real_directory(root: str, relative: str, problems: list[str]) -> bool:
+    """Whether ``root/relative`` is a directory reached without any symlink; a symlink
+    on the way is a problem, a missing or non-directory component just means no content."""
+    path = root
+    for part in [p for p in relative.split("/") if p]:
+        path = os.path.join(path, part)
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            problems.append(f"{printable(path)}: cannot read: {e.strerror}")
+            return False
+        if stat.S_ISLNK(info.st_mode):
+            problems.append(
+                f"{printable(path)}: is a symlink; the directories an artifact_manifest.txt "
+                "line names must be real directories (gfxpack never follows a directory "
+                "symlink)"
+            )
+            return False
+        if not stat.S_ISDIR(info.st_mode):
+            return False
+    return True
+
+
+def walk(
+    top: str, prefix: str, mtime: int, allow_special: bool, problems: list[str]
+) -> Iterator[Entry]:
+    """Every entry under the real directory ``top``, installed under ``prefix``; nothing
+    is followed. Entries that cannot be packaged are left out and described in
+    ``problems``. Iterative, so a deep tree cannot exhaust the stack."""
+    pending = [(top, prefix)]
+    while pending:
+        directory, installed = pending.pop()
+        try:
+            with os.scandir(directory) as listing:
+                children = sorted(listing, key=lambda child: child.name)
+        except OSError as e:
+            problems.append(f"{printable(directory)}: cannot read: {e.strerror}")
+            continue
+        for child in children:
+            entry = _entry(child, f"{installed}/{child.name}", prefix, mtime, allow_special)
+            if isinstance(entry, str):
+                problems.append(f"{printable(child.path)}: {entry}")
+                continue
+            yield entry
+            if entry.kind == "dir":
+                pending.append((child.path, entry.path))
+
+
+def _entry(
+    child: os.DirEntry[str], path: str, prefix: str, mtime_limit: int, allow_special: bool
+) -> Entry | str:
+    """The entry for one directory member, or why it cannot be packaged."""
+    problem = name_problem(child.name)
+    if problem:
+        return f"{problem}; dpkg and rpm accept only UTF-8 names without control characters"
+    try:
+        info = child.stat(follow_symlinks=False)
+    except OSError as e:
+        return f"cannot read: {e.strerror}"
+    mode = info.st_mode
+    mtime = min(int(info.st_mtime), mtime_limit)
+    if stat.S_ISLNK(mode):
+        try:
+            target = os.readlink(child.path)
+        except OSError as e:
+            return f"cannot read the symlink: {e.strerror}"
+        problem = name_problem(target)
+        if problem:
+            return f"symlink target: {problem}"
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+        if resolved != prefix and not resolved.startswith(prefix + "/"):
+            return (
+                f"symlink to {target!r} leaves the install prefix {prefix} "
+                "(a packaged symlink must point inside it)"
+            )
+        return Entry(path, "symlink", 0o777, target=target, mtime=mtime)
+    kind = "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else None
+    if kind is None:
+        return f"is {_KINDS.get(stat.S_IFMT(mode), 'not a regular file')}; {_ONLY}"
+    if not allow_special and (problem := _special_problem(mode)):
+        return problem
+    final = normalised_mode(kind, mode, allow_special)
+    if kind == "dir":
+        return Entry(path, "dir", final, mtime=mtime)
+    return Entry(path, "file", final, info.st_size, child.path, mtime=mtime)
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """A small file's bytes: opened without following a symlink or blocking on a FIFO,
+    refused when it is not a regular file or holds more than ``limit`` bytes."""
+    shown = printable(path)
+    try:
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):
+            raise InvalidArtifacts(f"{shown}: is a symlink; gfxpack does not follow it")
+        if not stat.S_ISREG(info.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+            raise InvalidArtifacts(f"{shown}: is {kind}, expected a regular file")
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        with os.fdopen(os.open(path, flags), "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                raise InvalidArtifacts(f"{shown}: changed while it was read")
+            data = file.read(limit + 1)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise InvalidArtifacts(f"{shown}: is a symlink; gfxpack does not follow it") from None
+        raise InvalidArtifacts(f"{shown}: cannot read: {e.strerror}") from None
+    if len(data) > limit:
+        raise InvalidArtifacts(f"{shown}: larger than {limit:,} bytes; not a manifest")
+    return data
