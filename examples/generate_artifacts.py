@@ -291,7 +291,7 @@ def generate(
         for d in directories
         if d.startswith(f"{PROVIDER_ARTIFACT}_lib_") and not d.endswith("_generic")
     ]
-    if provider_arches:
+    if provider_arches and not family:  # a single-arch tree has no per-arch shards to pack
         write_provider(out, directories, sorted(provider_arches), seed)
     therock = out / "base_lib_generic/base/aux-overlay/stage/share/therock"
     therock.mkdir(parents=True, exist_ok=True)

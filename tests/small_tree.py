@@ -41,6 +41,9 @@ def make_tree(root: Path) -> Path:
     (stage / "lib").mkdir(parents=True)
     (stage / "bin").mkdir()
     (artifact / "artifact_manifest.txt").write_text(STAGE + "\n")
+    # An (empty) gfx942 artifact, so that the tree has the target the build asks for.
+    (root / "blas_lib_gfx942").mkdir()
+    (root / "blas_lib_gfx942" / "artifact_manifest.txt").write_text("")
     (stage / "lib" / "librocblas.so.1").write_bytes(b"\x7fELF library")
     (stage / "lib" / "librocblas.so").symlink_to("librocblas.so.1")
     tool = os.open(stage / "bin" / "rocblas-info", os.O_WRONLY | os.O_CREAT, 0o777)
