@@ -14,6 +14,10 @@ from gfxpack.cli import cli
 from gfxpack.cli.common import reports_errors
 
 
+def _warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
 @cli.command("repo")
 @click.option(
     "--in",
@@ -29,7 +33,12 @@ from gfxpack.cli.common import reports_errors
     type=click.Path(file_okay=False),
     help="The repository root: OUT/apt and OUT/rpm are created or extended.",
 )
-@click.option("--suite", default="stable", show_default=True, help="apt suite (dists/SUITE).")
+@click.option(
+    "--suite",
+    default="stable",
+    show_default=True,
+    help="apt suite (dists/SUITE): a plain name of letters, digits and ._+-.",
+)
 @click.option(
     "--sign-key",
     metavar="FPR",
@@ -45,12 +54,20 @@ def repo_command(builds, out, suite, sign_key, as_json):
     8.3) and patch updates (8.2.0, 8.2.1) live side by side; every index is
     regenerated over the whole pool. A published file name with different
     contents is refused. The Release date is SOURCE_DATE_EPOCH, else now.
+
+    Safe to rerun and to run twice at once: every input is checked and read
+    before anything is published (a file index.json does not vouch for, a
+    symlink, a broken package or a bad name is refused), runs on one OUT take
+    turns, a published file whose bytes changed is refused rather than
+    re-signed, and what an interrupted run left is cleaned up by the next.
+    A directory of .deb/.rpm files without index.json is published with a
+    warning.
     """
     epoch = int(os.environ.get("SOURCE_DATE_EPOCH") or time.time())
     out_path = Path(out)
-    results = []
-    for build in builds:
-        results += repo_module.publish(Path(build), out_path, suite, epoch, sign_key)
+    results = repo_module.publish(
+        [Path(build) for build in builds], out_path, suite, epoch, sign_key, warn=_warn
+    )
     if as_json:
         click.echo(json.dumps(results, indent=2))
         return
