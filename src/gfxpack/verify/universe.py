@@ -21,7 +21,9 @@ import gzip
 import hashlib
 import lzma
 import xml.etree.ElementTree as ET
+import zlib
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, reduce
 from pathlib import Path
@@ -30,6 +32,14 @@ import solv
 
 from gfxpack.relations import InvalidRelation, Relation, parse_field, render_deb
 from gfxpack.repo.debfile import parse_stanzas
+from gfxpack.verify.integrity import (
+    SHA256_HEX,
+    Keyring,
+    Listed,
+    checked_release,
+    checked_repomd,
+    inside,
+)
 from gfxpack.verify.system import SystemPackage, VerifyError
 
 FORMATS = ("deb", "rpm")
@@ -74,6 +84,10 @@ class Universe:
     _filelists: Path | None = None
     # dependency id -> the relation as the format writes it (DEB; libsolv prints RPM syntax)
     dep_text: dict[int, str] = field(default_factory=dict)
+    # how the indexes were vouched for (signatures), in words
+    trust: str = ""
+    # solvable id -> (Size, SHA256) of its Packages stanza (DEB; RPM asks libsolv)
+    _listed: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     # solvable id -> ((dependency id, provider ids), ...) of its requirements; the
     # pool never changes once loaded, so each is asked of libsolv once.
@@ -113,6 +127,23 @@ class Universe:
         if self.fmt == "deb":
             return self._locations[solvable.id]
         return solvable.lookup_location()[0]
+
+    def package_files(self) -> Iterator[tuple[str, Listed]]:
+        """(path under root, size and sha256 the index gives) of every package file."""
+        for solvable in self.repo.solvables_iter():
+            where = self.location(solvable)
+            if self.fmt == "deb":
+                size, sha256 = self._listed[solvable.id]
+            else:
+                checksum = solvable.lookup_checksum(solv.SOLVABLE_CHECKSUM)
+                size = str(solvable.lookup_num(solv.SOLVABLE_DOWNLOADSIZE))
+                sha256 = checksum.hex() if checksum and checksum.typestr() == "sha256" else ""
+            if not size.isdigit() or not size.isascii() or not SHA256_HEX.match(sha256):
+                raise VerifyError(
+                    f"{self.label}: {solvable.name} ({solvable.evr}) has no size and sha256 "
+                    "in the index"
+                )
+            yield where, Listed(sha256, int(size))
 
     @cached_property
     def files(self) -> dict[int, frozenset[str]]:
@@ -165,8 +196,10 @@ def load(
     fmt: str,
     system: tuple[str, list[SystemPackage]],
     suite: str | None = None,
+    keyring: Keyring | None = None,
 ) -> Universe:
-    """The repository of ``fmt`` under ``root`` and ``system`` in a fresh pool."""
+    """The repository of ``fmt`` under ``root`` and ``system`` in a fresh pool; its
+    signatures are checked against ``keyring`` when given."""
     located = locate(root, fmt)
     if located is None:
         marker = "dists/" if fmt == "deb" else "repodata/"
@@ -189,9 +222,9 @@ def load(
         for relation in package.depends:
             solvable.add_requires(deps.of(relation))
     if fmt == "deb":
-        universe.label = _load_apt(universe, suite, deps)
+        universe.label = _load_apt(universe, suite, deps, keyring)
     else:
-        _load_rpmmd(universe)
+        _load_rpmmd(universe, keyring)
     installed.internalize()
     repo.internalize()
     pool.addfileprovides()
@@ -249,27 +282,20 @@ class _DepIds:
 # --- apt ----------------------------------------------------------------------------------
 
 
-def _release_digests(release: Path) -> dict[str, tuple[str, int]]:
-    """name -> (sha256, size) from a Release file's SHA256 section."""
-    digests = {}
-    stanza = parse_stanzas(release.read_text("utf-8"))[0]
-    for line in stanza.get("SHA256", "").splitlines():
-        parts = line.split()
-        if len(parts) == 3:
-            digests[parts[2]] = (parts[0], int(parts[1]))
-    return digests
-
-
 def _verified(
     path: Path, index: Path, algorithm: str, digest: str, term: str, size: int | None = None
 ) -> bytes:
     """The bytes of ``path``, which ``index`` (Release or repomd.xml) lists with ``digest``
     (and ``size``); ``term`` is what that index calls its digests."""
+    if algorithm not in ("sha256", "sha512", "sha384", "sha224", "sha1", "md5"):
+        raise VerifyError(f"{index}: unknown {term} type {algorithm!r} for {path.name}")
     try:
+        if size is not None and path.stat().st_size != size:
+            raise VerifyError(f"{path}: not the {size} bytes {index} lists")
         data = path.read_bytes()
     except OSError as e:
         raise VerifyError(f"{path}: {e.strerror} ({index} lists it)") from None
-    if hashlib.new(algorithm, data).hexdigest() != digest or size not in (None, len(data)):
+    if hashlib.new(algorithm, data).hexdigest() != digest:
         raise VerifyError(
             f"{path}: does not match the {term} {index} lists "
             "(a half-updated repository? publish it again)"
@@ -278,7 +304,9 @@ def _verified(
 
 
 def _pick_suite(dists: Path, suite: str | None) -> str:
-    suites = sorted(d.name for d in dists.iterdir() if (d / "Release").is_file())
+    suites = sorted(
+        d.name for d in dists.iterdir() if (d / "Release").is_file() or (d / "InRelease").is_file()
+    )
     if suite is not None:
         if suite not in suites:
             raise VerifyError(f"{dists}: no suite {suite!r} (there are: {', '.join(suites)})")
@@ -291,11 +319,11 @@ def _pick_suite(dists: Path, suite: str | None) -> str:
     return suites[0]
 
 
-def _load_apt(universe: Universe, suite: str | None, deps: _DepIds) -> str:
+def _load_apt(universe: Universe, suite: str | None, deps: _DepIds, keyring: Keyring | None) -> str:
     dists = universe.root / "dists"
     suite = _pick_suite(dists, suite)
     release = dists / suite / "Release"
-    digests = _release_digests(release)
+    digests, universe.trust = checked_release(dists / suite, keyring)
     seen: set[str] = set()
     for name in sorted({n.rsplit("/", 1)[0] for n in digests if "/binary-" in n}):
         # Each binary-<arch> lists the arch-all packages again: read those once.
@@ -303,9 +331,14 @@ def _load_apt(universe: Universe, suite: str | None, deps: _DepIds) -> str:
             listed = f"{name}/Packages{suffix}"
             packages = dists / suite / listed
             if listed in digests and packages.exists():
-                sha256, size = digests[listed]
-                data = _verified(packages, release, "sha256", sha256, "digest", size)
-                text = decompress(data).decode("utf-8")
+                entry = digests[listed]
+                data = _verified(packages, release, "sha256", entry.sha256, "digest", entry.size)
+                try:
+                    text = decompress(data).decode("utf-8")
+                except (lzma.LZMAError, OSError, EOFError, zlib.error) as e:
+                    raise VerifyError(f"{packages}: cannot decompress: {e}") from None
+                except UnicodeDecodeError as e:
+                    raise VerifyError(f"{packages}: not UTF-8 ({e.reason})") from None
                 break
         else:
             raise VerifyError(f"{dists / suite / name}: no Packages index that {release} lists")
@@ -334,6 +367,7 @@ def _add_deb(universe: Universe, stanza: dict[str, str], deps: _DepIds, index: P
         solvable, universe.pool, name, version, _arch(stanza.get("Architecture", "all"), "deb")
     )
     universe._locations[solvable.id] = stanza["Filename"]
+    universe._listed[solvable.id] = (stanza.get("Size", ""), stanza.get("SHA256", ""))
     adders = (
         (("Depends", "Pre-Depends"), solvable.add_requires),
         (("Recommends",), solvable.add_recommends),
@@ -356,10 +390,11 @@ def _add_deb(universe: Universe, stanza: dict[str, str], deps: _DepIds, index: P
 # --- rpm-md -------------------------------------------------------------------------------
 
 
-def _load_rpmmd(universe: Universe) -> None:
+def _load_rpmmd(universe: Universe, keyring: Keyring | None) -> None:
     import createrepo_c as cr  # only the rpm side needs it
 
     repomd_path = universe.root / "repodata" / "repomd.xml"
+    universe.trust = checked_repomd(repomd_path.parent, keyring)
     try:
         records = {r.type: r for r in cr.Repomd(str(repomd_path)).records}
     except (OSError, cr.CreaterepoCError) as e:
@@ -371,6 +406,8 @@ def _load_rpmmd(universe: Universe) -> None:
         record = records.get(kind)
         if record is None:
             continue
+        if not inside(record.location_href or ""):
+            raise VerifyError(f"{repomd_path}: {kind} at {record.location_href!r}, outside it")
         path = universe.root / record.location_href
         _verified(path, repomd_path, record.checksum_type, record.checksum, "checksum")
         paths[kind] = path
