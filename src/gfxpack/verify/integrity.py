@@ -17,6 +17,7 @@ import hashlib
 import re
 import subprocess
 import tempfile
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -25,6 +26,13 @@ from gfxpack.repo.debfile import parse_stanzas
 from gfxpack.verify.system import VerifyError
 
 SHA256_HEX = re.compile(r"[0-9a-f]{64}\Z")
+_HEX = re.compile(r"[0-9a-f]+\Z")
+_REPO = "{http://linux.duke.edu/metadata/repo}"
+# repomd.xml digest names -> hashlib's.
+REPOMD_DIGESTS = {"sha": "sha1", "sha1": "sha1", "sha224": "sha224", "sha256": "sha256"}
+REPOMD_DIGESTS |= {"sha384": "sha384", "sha512": "sha512"}
+# A repomd.xml lists a handful of files: a few KiB.
+REPOMD_LIMIT = 16 << 20
 _ARMOR_BEGIN = "-----BEGIN PGP SIGNED MESSAGE-----"
 _SIGNATURE_BEGIN = "-----BEGIN PGP SIGNATURE-----"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -74,6 +82,42 @@ def read_release(data: bytes, where: Path) -> dict[str, Listed]:
     if not listed:
         raise VerifyError(f"{where}: lists no index with a SHA256 digest")
     return listed
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataFile:
+    """One file a repomd.xml vouches for."""
+
+    location: str
+    algorithm: str  # hashlib's name
+    digest: str
+
+
+def read_repomd(data: bytes, where: Path) -> dict[str, MetadataFile]:
+    """type (primary, filelists, ...) -> the file repomd.xml lists, checked."""
+    if len(data) > REPOMD_LIMIT:
+        raise VerifyError(f"{where}: {len(data)} bytes, not a repomd.xml")
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError as e:
+        raise VerifyError(f"{where}: not well-formed XML ({e})") from None
+    if root.tag != f"{_REPO}repomd":
+        raise VerifyError(f"{where}: not a repomd.xml (its root is {root.tag[:60]!r})")
+    files = {}
+    for number, record in enumerate(root.iter(f"{_REPO}data"), start=1):
+        kind = record.get("type") or ""
+        checksum = record.find(f"{_REPO}checksum")
+        location = record.find(f"{_REPO}location")
+        href = location.get("href", "") if location is not None else ""
+        algorithm = REPOMD_DIGESTS.get(checksum.get("type", "") if checksum is not None else "")
+        digest = (checksum.text or "").strip() if checksum is not None else ""
+        if not kind or algorithm is None or not _HEX.match(digest) or not inside(href):
+            raise VerifyError(
+                f"{where}: data entry {number} ({kind or 'no type'}): expected a type, a "
+                "known checksum and a location inside the repository"
+            )
+        files[kind] = MetadataFile(href, algorithm, digest)
+    return files
 
 
 def cleartext(data: bytes, where: Path) -> bytes:

@@ -38,7 +38,7 @@ from gfxpack.verify.integrity import (
     Listed,
     checked_release,
     checked_repomd,
-    inside,
+    read_repomd,
 )
 from gfxpack.verify.system import SystemPackage, VerifyError
 
@@ -80,7 +80,7 @@ class Universe:
     system_label: str
     # solvable id -> file of the package, relative to root (DEB; RPM asks libsolv)
     _locations: dict[int, str] = field(default_factory=dict)
-    _contents: list[Path] = field(default_factory=list)
+    _contents: list[tuple[Path, Path, Listed]] = field(default_factory=list)
     _filelists: Path | None = None
     # dependency id -> the relation as the format writes it (DEB; libsolv prints RPM syntax)
     dep_text: dict[int, str] = field(default_factory=dict)
@@ -163,24 +163,37 @@ class Universe:
     @cached_property
     def _deb_files(self) -> dict[str, frozenset[str]]:
         owners: dict[str, set[str]] = defaultdict(set)
-        for contents in self._contents:
-            with gzip.open(contents, "rt", encoding="utf-8") as text:
-                for line in text:
-                    path, _, locations = line.rstrip("\n").rpartition(" ")
-                    for location in locations.split(","):
-                        owners[location.rpartition("/")[2]].add("/" + path.strip())
+        for contents, release, listed in self._contents:
+            data = _verified(contents, release, "sha256", listed.sha256, "digest", listed.size)
+            try:
+                text = gzip.decompress(data).decode("utf-8")
+            except (OSError, EOFError, zlib.error, UnicodeDecodeError) as e:
+                raise VerifyError(f"{contents}: not a gzip-compressed UTF-8 text: {e}") from None
+            for line in text.splitlines():
+                path, _, locations = line.rpartition(" ")
+                for location in locations.split(","):
+                    owners[location.rpartition("/")[2]].add("/" + path.strip())
         return {name: frozenset(paths) for name, paths in owners.items()}
 
     @cached_property
     def _rpm_files(self) -> dict[tuple[str, str, str], frozenset[str]]:
-        files: dict[tuple[str, str, str], frozenset[str]] = {}
         if self._filelists is None:
-            return files
-        with gzip.open(self._filelists) as stream:
+            return {}
+        try:
+            return self._read_filelists(self._filelists)
+        except (OSError, EOFError, zlib.error, ET.ParseError) as e:
+            raise VerifyError(f"{self._filelists}: not a readable filelists: {e}") from None
+
+    @staticmethod
+    def _read_filelists(filelists: Path) -> dict[tuple[str, str, str], frozenset[str]]:
+        files: dict[tuple[str, str, str], frozenset[str]] = {}
+        with gzip.open(filelists) as stream:
             for _, element in ET.iterparse(stream):
                 if element.tag != f"{_FILELISTS_NS}package":
                     continue
                 version = element.find(f"{_FILELISTS_NS}version")
+                if version is None:
+                    raise VerifyError(f"{filelists}: a package without a version")
                 epoch, ver, rel = (version.get(k) for k in ("epoch", "ver", "rel"))
                 evr = f"{epoch + ':' if epoch not in (None, '0') else ''}{ver}-{rel}"
                 key = (element.get("name"), evr, element.get("arch"))
@@ -349,7 +362,7 @@ def _load_apt(universe: Universe, suite: str | None, deps: _DepIds, keyring: Key
             seen.add(filename)
             _add_deb(universe, stanza, deps, packages)
     universe._contents = [
-        dists / suite / n
+        (dists / suite / n, release, digests[n])
         for n in sorted(digests)
         if "/Contents-" in n and (dists / suite / n).exists()
     ]
@@ -391,14 +404,12 @@ def _add_deb(universe: Universe, stanza: dict[str, str], deps: _DepIds, index: P
 
 
 def _load_rpmmd(universe: Universe, keyring: Keyring | None) -> None:
-    import createrepo_c as cr  # only the rpm side needs it
-
     repomd_path = universe.root / "repodata" / "repomd.xml"
     universe.trust = checked_repomd(repomd_path.parent, keyring)
     try:
-        records = {r.type: r for r in cr.Repomd(str(repomd_path)).records}
-    except (OSError, cr.CreaterepoCError) as e:
-        raise VerifyError(f"{repomd_path}: not a readable repomd.xml: {e}") from None
+        records = read_repomd(repomd_path.read_bytes(), repomd_path)
+    except OSError as e:
+        raise VerifyError(f"{repomd_path}: cannot read: {e.strerror}") from None
     if "primary" not in records:
         raise VerifyError(f"{repomd_path}: lists no primary metadata")
     paths = {}
@@ -406,10 +417,8 @@ def _load_rpmmd(universe: Universe, keyring: Keyring | None) -> None:
         record = records.get(kind)
         if record is None:
             continue
-        if not inside(record.location_href or ""):
-            raise VerifyError(f"{repomd_path}: {kind} at {record.location_href!r}, outside it")
-        path = universe.root / record.location_href
-        _verified(path, repomd_path, record.checksum_type, record.checksum, "checksum")
+        path = universe.root / record.location
+        _verified(path, repomd_path, record.algorithm, record.digest, "checksum")
         paths[kind] = path
     stream = solv.xfopen(str(paths["primary"]))
     try:
