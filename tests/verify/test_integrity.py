@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,43 @@ def test_a_malformed_release_is_one_error(tmp_path, edit, expected):
     release.write_bytes(edit(release.read_text()).encode("utf-8", "surrogateescape"))
     message = one_error(verify("--repo", str(root)))
     assert message.startswith(f"error: {release}: ") and expected in message, message
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("dnf") is None, reason="needs dnf (apt-get install dnf)")
+def test_dnf_checks_repomd_xml_asc_as_verify_does(signed, tmp_path, gnupg):
+    root, keyring = signed
+    key = export_key(*gnupg, tmp_path / "key.asc", armor=True)
+
+    def makecache(name: str):
+        return subprocess.run(
+            [
+                "dnf",
+                "-y",
+                f"--installroot={tmp_path / name}",
+                "--releasever=9",
+                f"--setopt=reposdir={tmp_path / 'no-repos.d'}",
+                f"--setopt=cachedir={tmp_path / name / 'cache'}",
+                "--setopt=skip_if_unavailable=False",
+                "--disablerepo=*",
+                f"--repofrompath=gfx,file://{root / 'rpm'}",
+                "--enablerepo=gfx",
+                "--setopt=gfx.gpgcheck=0",
+                "--setopt=gfx.repo_gpgcheck=1",
+                f"--setopt=gfx.gpgkey=file://{key}",
+                "makecache",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    accepted = makecache("dnf1")
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    repomd = root / "rpm/repodata/repomd.xml"
+    repomd.write_text(repomd.read_text() + "<!-- edited after signing -->\n")
+    refused = makecache("dnf2")
+    assert refused.returncode != 0 and "Bad GPG signature" in refused.stdout + refused.stderr
+    assert "not a good signature" in one_error(
+        verify("--repo", str(root), "--format", "rpm", "--keyring", str(keyring))
+    )

@@ -17,7 +17,7 @@ import tarfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import zstandard
 
@@ -108,11 +108,11 @@ def _members(file: BinaryIO, name: str, file_size: int) -> Iterator[tuple[str, i
 def _decompressed(member: str, raw: BinaryIO) -> BinaryIO:
     """A stream of the member's uncompressed bytes (never all of them in memory)."""
     if member.endswith(".zst"):
-        return zstandard.ZstdDecompressor().stream_reader(raw)  # type: ignore[return-value]
+        return cast(BinaryIO, zstandard.ZstdDecompressor().stream_reader(raw))
     if member.endswith(".xz"):
-        return lzma.open(raw)
+        return cast(BinaryIO, lzma.open(raw))
     if member.endswith(".gz"):
-        return gzip.open(raw)
+        return cast(BinaryIO, gzip.open(raw))
     return raw
 
 
@@ -195,7 +195,7 @@ def _control_file(path: str, member: str, raw: BinaryIO) -> str | None:
 
 def _data_paths(path: str, member: str, raw: _Member) -> list[str]:
     paths = []
-    stream = _decompressed(member, io.BufferedReader(raw, 1 << 20))
+    stream = _decompressed(member, cast(BinaryIO, io.BufferedReader(raw, 1 << 20)))
     with tarfile.open(fileobj=stream, mode="r|", encoding="utf-8", errors="strict") as tar:
         for entry in tar:
             if entry.isdir():
@@ -249,11 +249,11 @@ def parse_control(text: str, where: str) -> dict[str, str]:
         ("Version", VERSION, "[epoch:]upstream[-revision], starting with a digit"),
         ("Architecture", ARCHITECTURE, "e.g. amd64 or all"),
     ):
-        value = fields.get(name)
-        if value is None:
+        given = fields.get(name)
+        if given is None:
             raise InvalidDeb(f"{where}: control file has no {name} field")
-        if not grammar.match(value):
-            raise InvalidDeb(f"{where}: {name} {value!r} is not valid ({example})")
+        if not grammar.match(given):
+            raise InvalidDeb(f"{where}: {name} {given!r} is not valid ({example})")
     return fields
 
 
@@ -266,7 +266,7 @@ def parse_stanzas(text: str) -> list[dict[str, str]]:
     """
     stanzas: list[dict[str, str]] = []
     current: dict[str, str] = {}
-    last = None
+    last: str | None = None
     for line in text.split("\n"):
         if not line.strip():
             if current:

@@ -140,7 +140,7 @@ def _metadata(packages: list[cr.Package], staging: Path, epoch: int) -> bytes:
         record.rename_file()  # <checksum>-<kind>.xml.gz, as createrepo_c names them
         record.set_timestamp(epoch)
         repomd.set_record(record)
-    data = repomd.xml_dump().encode("utf-8")
+    data = str(repomd.xml_dump()).encode("utf-8")
     (staging / "repomd.xml").write_bytes(data)
     return data
 

@@ -200,9 +200,9 @@ def recover(out: Path, pools: list[Path], note: Callable[[str], None]) -> None:
             for name in files:
                 if name.startswith(".") and name.endswith(".partial"):
                     os.unlink(os.path.join(root, name))
+    (out / "apt" / _LEGACY_CACHE).unlink(missing_ok=True)
     for pool in pools:
         record = read_record(pool)
-        (pool / _LEGACY_CACHE).unlink(missing_ok=True)
         if record is None or not pool.is_dir():
             continue
         for path in sorted(pool.iterdir()):
