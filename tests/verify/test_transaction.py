@@ -107,6 +107,19 @@ def test_a_malformed_ar_header_is_one_error(tmp_path, size_field, expected):
     assert expected in one_error(repo("--in", str(build), "--out", str(tmp_path / "out")))
 
 
+@pytest.mark.parametrize(
+    ("cut", "expected"),
+    [(0, "not a Debian package (no ar magic)"), (100, "truncated or corrupt ar member header")],
+    ids=["empty", "truncated-header"],
+)
+def test_an_empty_or_truncated_deb_is_one_error(tmp_path, cut, expected):
+    build = tmp_path / "build"
+    deb = write_package(build, "deb", "tool")
+    deb.write_bytes(deb.read_bytes()[:cut])
+    message = one_error(repo("--in", str(build), "--out", str(tmp_path / "out")))
+    assert message == f"error: {deb}: {expected}"
+
+
 def test_a_data_path_with_a_newline_cannot_reach_contents(tmp_path):
     build = tmp_path / "build"
     craft_deb(build / "tool_1.0-1_amd64.deb", GOOD_CONTROL, paths=("./opt/a\nopt/b  x/evil",))

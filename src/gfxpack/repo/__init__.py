@@ -62,7 +62,13 @@ def publish(
             rpm_update = (
                 rpmmd.prepare(rpms, out / "rpm", epoch, sign_key, gnupghome) if rpms else None
             )
+            # Both pools first, then both records and indexes: a failure in between
+            # leaves neither side's indexes changed.
             try:
+                if deb_update is not None:
+                    apt.add_files(tx, deb_update)
+                if rpm_update is not None:
+                    rpmmd.add_files(tx, rpm_update)
                 if deb_update is not None:
                     apt.commit(tx, deb_update)
                 if rpm_update is not None:

@@ -10,7 +10,8 @@ added, and every index is rewritten over the whole pool. What each .deb says
 (its stanza and its paths) is kept in the pool's record with its digests, so
 a second build added to a large repository reads only the new files (and any
 published file whose inode stamp changed, to check it still has its bytes).
-:func:`prepare` reads, checks and signs everything; :func:`commit` writes.
+:func:`prepare` reads, checks and signs everything; :func:`add_files` and
+:func:`commit` write.
 """
 
 from __future__ import annotations
@@ -36,7 +37,16 @@ POOL_FIELDS = ("Filename", "Size", "MD5sum", "SHA256")
 # dists/<suite> is one directory: a plain name.
 SUITE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 
-__all__ = ["COMPONENT", "SUITE", "AptUpdate", "RepoError", "check_suite", "commit", "prepare"]
+__all__ = [
+    "COMPONENT",
+    "SUITE",
+    "AptUpdate",
+    "RepoError",
+    "add_files",
+    "check_suite",
+    "commit",
+    "prepare",
+]
 
 
 def check_suite(suite: str) -> None:
@@ -143,11 +153,15 @@ def prepare(
     return AptUpdate(root, suite, added, record, indexes, release, signatures)
 
 
-def commit(tx: Transaction, update: AptUpdate) -> None:
-    """Write ``update``: pool files, their record, then the indexes, Release last."""
-    pool = update.pool
+def add_files(tx: Transaction, update: AptUpdate) -> None:
+    """Link the new files into the pool; they are published once recorded."""
     for deb in update.added:
-        tx.add_to_pool(deb.path, pool)
+        tx.add_to_pool(deb.path, update.pool)
+
+
+def commit(tx: Transaction, update: AptUpdate) -> None:
+    """Record the pool (after :func:`add_files`), then write the indexes, Release last."""
+    pool = update.pool
     for deb in update.added:
         update.record[deb.name]["stamp"] = stamp(pool / deb.name)
     tx.record(pool, update.record)

@@ -8,7 +8,8 @@ Incremental like the apt side: packages already published stay (checked against
 the pool's record first); the metadata is regenerated over every package
 (createrepo_c reads only RPM headers, fast enough not to need a cache). The new
 repodata is made and signed in a temporary directory by :func:`prepare` and
-swapped in by :func:`commit`, so readers never see a half-written repository.
+swapped in whole by :func:`commit` (after :func:`add_files` linked the new
+packages), so readers never see a half-written repository.
 """
 
 from __future__ import annotations
@@ -145,11 +146,15 @@ def _metadata(packages: list[cr.Package], staging: Path, epoch: int) -> bytes:
     return data
 
 
-def commit(tx: Transaction, update: RpmUpdate) -> None:
-    """Write ``update``: pool files, their record, then the repodata in one swap."""
-    pool = update.pool
+def add_files(tx: Transaction, update: RpmUpdate) -> None:
+    """Link the new files into the pool; they are published once recorded."""
     for rpm in update.added:
-        tx.add_to_pool(rpm.path, pool)
+        tx.add_to_pool(rpm.path, update.pool)
+
+
+def commit(tx: Transaction, update: RpmUpdate) -> None:
+    """Record the pool (after :func:`add_files`), then swap the new repodata in."""
+    pool = update.pool
     for rpm in update.added:
         update.record[rpm.name]["stamp"] = stamp(pool / rpm.name)
     tx.record(pool, update.record)
