@@ -42,8 +42,9 @@ def _warn(message: str) -> None:
 @click.option(
     "--sign-key",
     metavar="FPR",
-    help="gpg key (fingerprint or user id) that signs Release: writes InRelease and "
-    "Release.gpg. gpg's GNUPGHOME applies.",
+    help="gpg key (fingerprint or user id) that signs the indexes: writes InRelease and "
+    "Release.gpg (apt) and repodata/repomd.xml.asc (dnf's repo_gpgcheck). gpg's "
+    "GNUPGHOME applies.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @reports_errors
