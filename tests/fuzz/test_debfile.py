@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
-from gfxpack.repo.debfile import InvalidDeb, read_deb
+from gfxpack.repo.debfile import InvalidDeb, parse_control, parse_stanzas, read_deb
 from tests.fuzz.conftest import corpus, fuzz_settings
 from tests.fuzz.mutation import mutated
 from tests.verify.helpers import write_package
@@ -39,6 +40,37 @@ def test_mutated_deb_raises_only_invalid_deb(original: bytes) -> None:
     @given(data=mutated(original))
     def run(data: bytes) -> None:
         _exercise(data)
+
+    run()
+
+
+CONTROL = "Package: tool\nVersion: 1.0-1\nArchitecture: amd64\nDescription: a\n long one\n"
+
+
+def test_a_control_file_never_yields_a_second_stanza() -> None:
+    """Whatever the control text, what is accepted writes back as exactly one stanza
+    (the property that keeps a package from injecting another into Packages)."""
+
+    @fuzz_settings()
+    @given(
+        text=st.one_of(
+            st.text(alphabet=st.sampled_from("Pk: \n\t\r#-.1aV\x85\u2028"), max_size=80).map(
+                lambda junk: CONTROL + junk
+            ),
+            st.text(max_size=200),
+        )
+    )
+    def run(text: str) -> None:
+        try:
+            fields = parse_control(text, "control")
+        except InvalidDeb:
+            return
+        written = "".join(f"{name}: {value}\n" for name, value in fields.items())
+        assert parse_stanzas(written) == [fields]
+        assert all(
+            "\n" not in v or all(line[:1] in (" ", "\t") for line in v.split("\n")[1:])
+            for v in fields.values()
+        )
 
     run()
 
