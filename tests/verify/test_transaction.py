@@ -174,11 +174,12 @@ def test_index_entries_must_stay_inside_in(tmp_path, name):
     assert published(tmp_path / "out") == []
 
 
+@pytest.mark.parametrize("link_name", ["shadow_1-1_amd64.deb", "shadow-1-1.x86_64.rpm"])
 @pytest.mark.parametrize("with_index", [True, False], ids=["index", "no-index"])
-def test_a_symlink_in_in_is_refused_and_later_runs_work(tmp_path, with_index):
+def test_a_symlink_in_in_is_refused_and_later_runs_work(tmp_path, with_index, link_name):
     build = tmp_path / "build"
     good = write_package(build, "deb", "tool")
-    link = build / "shadow_1-1_amd64.deb"
+    link = build / link_name
     link.symlink_to("/etc/shadow")
     if with_index:
         _index(build, [_entry(good), {"file": link.name, "size": 1, "sha256": "0" * 64}])
@@ -401,6 +402,11 @@ def test_no_space_left_leaves_nothing_partial(example_release, tmp_path, small_f
         record = json.loads((pool / RECORD).read_text()) if (pool / RECORD).exists() else {}
         on_disk = {p.name for p in pool.glob("*.*")} - {RECORD} if pool.exists() else set()
         assert on_disk <= set(record)
+    # With room again, the next run completes the repository.
+    subprocess.run(["mount", "-o", "remount,size=200m", str(full)], check=True)
+    result = repo("--in", str(example_release.out), "--out", str(out))
+    assert result.exit_code == 0, result.output + result.stderr
+    assert CliRunner().invoke(cli, ["verify", "--repo", str(out), "--deep"]).exit_code == 0
 
 
 # --- one repository, two runs at once -------------------------------------------------------
