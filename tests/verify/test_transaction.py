@@ -464,3 +464,24 @@ def test_a_second_run_waits_for_the_lock_and_says_so(tmp_path):
     assert waiting.returncode == 0, err.decode()
     assert f"waiting for another gfxpack repo run on {out} to finish" in err.decode()
     assert [s["Package"] for s in packages_index(out)] == ["tool"]
+
+
+def test_a_repository_without_records_is_adopted_as_it_is(tmp_path):
+    """Repositories written before pools kept records: their files are read once and
+    recorded, and from then on held to it."""
+    root = make_repo(tmp_path, "deb", {"tool": {}})
+    make_repo(tmp_path, "rpm", {"tool": {}})
+    for pool in (root / "apt/pool/main", root / "rpm/Packages"):
+        (pool / RECORD).unlink()
+    (root / "apt/.gfxpack-apt-cache.json").write_text("{}")  # what older versions kept
+    more = tmp_path / "more"
+    write_package(more, "deb", "other")
+    write_package(more, "rpm", "other")
+    result = repo("--in", str(more), "--out", str(root))
+    assert result.exit_code == 0, result.output + result.stderr
+    for pool, ext in ((root / "apt/pool/main", "deb"), (root / "rpm/Packages", "rpm")):
+        record = json.loads((pool / RECORD).read_text())
+        assert set(record) == {p.name for p in pool.glob(f"*.{ext}")}
+        assert len(record) == 2
+    assert not (root / "apt/.gfxpack-apt-cache.json").exists()
+    assert [s["Package"] for s in packages_index(root)] == ["other", "tool"]
