@@ -458,7 +458,7 @@ def test_a_second_run_waits_for_the_lock_and_says_so(tmp_path):
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        time.sleep(3)  # the run has started and found the lock held
+        time.sleep(2)  # the run has started and found the lock held
         assert waiting.poll() is None and not (out / "apt").exists()
     _, err = waiting.communicate(timeout=60)
     assert waiting.returncode == 0, err.decode()

@@ -56,24 +56,24 @@ def publish(
         rpms = [f for f in files if f.format == "rpm"]
         with Transaction(out, warn) as tx:
             recover(out, [out / "apt" / "pool" / apt.COMPONENT, out / "rpm" / "Packages"], warn)
-            deb_update = (
-                apt.prepare(debs, out / "apt", suite, epoch, sign_key, gnupghome) if debs else None
-            )
-            rpm_update = (
-                rpmmd.prepare(rpms, out / "rpm", epoch, sign_key, gnupghome) if rpms else None
-            )
-            # Both pools first, then both records and indexes: a failure in between
-            # leaves neither side's indexes changed.
+            updates: list[apt.AptUpdate | rpmmd.RpmUpdate] = []
             try:
-                if deb_update is not None:
-                    apt.add_files(tx, deb_update)
-                if rpm_update is not None:
-                    rpmmd.add_files(tx, rpm_update)
-                if deb_update is not None:
-                    apt.commit(tx, deb_update)
-                if rpm_update is not None:
-                    rpmmd.commit(tx, rpm_update)
+                if debs:
+                    updates.append(
+                        apt.prepare(debs, out / "apt", suite, epoch, sign_key, gnupghome)
+                    )
+                if rpms:
+                    updates.append(rpmmd.prepare(rpms, out / "rpm", epoch, sign_key, gnupghome))
+                # Both pools, then both records, then both indexes: a failure (a full
+                # disk) before the indexes leaves what apt and dnf read unchanged.
+                for update in updates:
+                    update.add_files(tx)
+                for update in updates:
+                    update.commit_record(tx)
+                for update in updates:
+                    update.commit_indexes(tx)
             finally:
-                if rpm_update is not None:
-                    rpm_update.discard()
-    return [u.summary() for u in (deb_update, rpm_update) if u is not None]
+                for update in updates:
+                    if isinstance(update, rpmmd.RpmUpdate):
+                        update.discard()
+    return [update.summary() for update in updates]

@@ -10,8 +10,8 @@ added, and every index is rewritten over the whole pool. What each .deb says
 (its stanza and its paths) is kept in the pool's record with its digests, so
 a second build added to a large repository reads only the new files (and any
 published file whose inode stamp changed, to check it still has its bytes).
-:func:`prepare` reads, checks and signs everything; :func:`add_files` and
-:func:`commit` write.
+:func:`prepare` reads, checks and signs everything into an :class:`AptUpdate`,
+which then writes.
 """
 
 from __future__ import annotations
@@ -37,16 +37,7 @@ POOL_FIELDS = ("Filename", "Size", "MD5sum", "SHA256")
 # dists/<suite> is one directory: a plain name.
 SUITE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 
-__all__ = [
-    "COMPONENT",
-    "SUITE",
-    "AptUpdate",
-    "RepoError",
-    "add_files",
-    "check_suite",
-    "commit",
-    "prepare",
-]
+__all__ = ["COMPONENT", "SUITE", "AptUpdate", "RepoError", "check_suite", "prepare"]
 
 
 def check_suite(suite: str) -> None:
@@ -59,7 +50,7 @@ def check_suite(suite: str) -> None:
 
 @dataclass
 class AptUpdate:
-    """What :func:`commit` writes: computed, checked and signed beforehand."""
+    """What a run writes to an apt repository: computed, checked and signed beforehand."""
 
     root: Path
     suite: str
@@ -72,6 +63,29 @@ class AptUpdate:
     @property
     def pool(self) -> Path:
         return self.root / "pool" / COMPONENT
+
+    def add_files(self, tx: Transaction) -> None:
+        """Link the new files into the pool."""
+        for deb in self.added:
+            tx.add_to_pool(deb.path, self.pool)
+            self.record[deb.name]["stamp"] = stamp(self.pool / deb.name)
+
+    def commit_record(self, tx: Transaction) -> None:
+        """Record the pool (after :meth:`add_files`): its files are published."""
+        tx.record(self.pool, self.record)
+
+    def commit_indexes(self, tx: Transaction) -> None:
+        """Write the indexes (after :meth:`commit_record`), Release last."""
+        dist = self.root / "dists" / self.suite
+        for name, data in self.indexes:
+            tx.write(dist / name, data)
+        tx.write(dist / "Release", self.release)
+        for name in ("InRelease", "Release.gpg"):
+            if name in self.signatures:
+                tx.write(dist / name, self.signatures[name])
+            else:
+                # A signature of an earlier Release would no longer match it.
+                (dist / name).unlink(missing_ok=True)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -151,30 +165,6 @@ def prepare(
             "Release.gpg": sign(release, sign_key, gnupghome, "Release", clear=False),
         }
     return AptUpdate(root, suite, added, record, indexes, release, signatures)
-
-
-def add_files(tx: Transaction, update: AptUpdate) -> None:
-    """Link the new files into the pool; they are published once recorded."""
-    for deb in update.added:
-        tx.add_to_pool(deb.path, update.pool)
-
-
-def commit(tx: Transaction, update: AptUpdate) -> None:
-    """Record the pool (after :func:`add_files`), then write the indexes, Release last."""
-    pool = update.pool
-    for deb in update.added:
-        update.record[deb.name]["stamp"] = stamp(pool / deb.name)
-    tx.record(pool, update.record)
-    dist = update.root / "dists" / update.suite
-    for name, data in update.indexes:
-        tx.write(dist / name, data)
-    tx.write(dist / "Release", update.release)
-    for name in ("InRelease", "Release.gpg"):
-        if name in update.signatures:
-            tx.write(dist / name, update.signatures[name])
-        else:
-            # A signature of an earlier Release would no longer match it.
-            (dist / name).unlink(missing_ok=True)
 
 
 def _indexes(record: dict[str, dict[str, Any]]) -> list[tuple[str, bytes]]:

@@ -8,8 +8,8 @@ Incremental like the apt side: packages already published stay (checked against
 the pool's record first); the metadata is regenerated over every package
 (createrepo_c reads only RPM headers, fast enough not to need a cache). The new
 repodata is made and signed in a temporary directory by :func:`prepare` and
-swapped in whole by :func:`commit` (after :func:`add_files` linked the new
-packages), so readers never see a half-written repository.
+swapped in whole by :meth:`RpmUpdate.commit_indexes`, so readers never see a
+half-written repository.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ KINDS = ("primary", "filelists", "other")
 
 @dataclass
 class RpmUpdate:
-    """What :func:`commit` writes: the new pool files and the repodata made beside."""
+    """What a run writes to an rpm-md repository: new pool files, repodata made beside."""
 
     root: Path
     added: list[InputFile]
@@ -51,6 +51,20 @@ class RpmUpdate:
     @property
     def pool(self) -> Path:
         return self.root / "Packages"
+
+    def add_files(self, tx: Transaction) -> None:
+        """Link the new files into the pool."""
+        for rpm in self.added:
+            tx.add_to_pool(rpm.path, self.pool)
+            self.record[rpm.name]["stamp"] = stamp(self.pool / rpm.name)
+
+    def commit_record(self, tx: Transaction) -> None:
+        """Record the pool (after :meth:`add_files`): its files are published."""
+        tx.record(self.pool, self.record)
+
+    def commit_indexes(self, tx: Transaction) -> None:
+        """Swap the new repodata in (after :meth:`commit_record`)."""
+        tx.swap_in(self.staging, self.root / "repodata")
 
     def discard(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
@@ -144,18 +158,3 @@ def _metadata(packages: list[cr.Package], staging: Path, epoch: int) -> bytes:
     data = str(repomd.xml_dump()).encode("utf-8")
     (staging / "repomd.xml").write_bytes(data)
     return data
-
-
-def add_files(tx: Transaction, update: RpmUpdate) -> None:
-    """Link the new files into the pool; they are published once recorded."""
-    for rpm in update.added:
-        tx.add_to_pool(rpm.path, update.pool)
-
-
-def commit(tx: Transaction, update: RpmUpdate) -> None:
-    """Record the pool (after :func:`add_files`), then swap the new repodata in."""
-    pool = update.pool
-    for rpm in update.added:
-        update.record[rpm.name]["stamp"] = stamp(pool / rpm.name)
-    tx.record(pool, update.record)
-    tx.swap_in(update.staging, update.root / "repodata")
