@@ -50,7 +50,12 @@ def make_dirs(path: Path) -> None:
         missing.append(path)
         path = path.parent
     for directory in reversed(missing):
-        directory.mkdir()
+        try:
+            directory.mkdir()
+        except FileExistsError:  # another run made it first (before taking the lock)
+            if not directory.is_dir():
+                raise
+            continue
         directory.chmod(DIR_MODE)
 
 
