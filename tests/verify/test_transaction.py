@@ -83,6 +83,7 @@ def test_control_fields_with_embedded_newlines_are_refused(tmp_path):
         pytest.param(GOOD_CONTROL.replace(b"tool\n", b"../x\n", 1), "Package '../x'", id="name"),
         pytest.param(GOOD_CONTROL.replace(b"1.0-1", b"1.0 -1"), "Version '1.0 -1'", id="ver"),
         pytest.param(b"Package tool\n" + GOOD_CONTROL, "is not 'Field: value'", id="no-colon"),
+        pytest.param(GOOD_CONTROL + b"Depends: libc6 (>> )\n", "Depends: ", id="relation"),
     ],
 )
 def test_a_malformed_control_file_is_one_error(tmp_path, control, expected):

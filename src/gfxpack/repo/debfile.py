@@ -22,6 +22,7 @@ from typing import BinaryIO, cast
 import zstandard
 
 from gfxpack.errors import GfxpackError
+from gfxpack.relations import InvalidRelation, parse_field
 
 AR_MAGIC = b"!<arch>\n"
 AR_HEADER = 60
@@ -37,6 +38,18 @@ FIELD_NAME = re.compile(r"[!\"$-,.-9;-~][!-9;-~]*\Z")  # not starting with '#' o
 # Tabs and newlines are the only control characters a control file may hold.
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _COMPRESSIONS = ("", ".gz", ".xz", ".zst")
+# Fields apt parses as relations: one it cannot parse breaks the whole index for apt.
+RELATION_FIELDS = (
+    "Depends",
+    "Pre-Depends",
+    "Recommends",
+    "Suggests",
+    "Enhances",
+    "Breaks",
+    "Conflicts",
+    "Replaces",
+    "Provides",
+)
 
 
 class InvalidDeb(GfxpackError, ValueError):
@@ -254,6 +267,12 @@ def parse_control(text: str, where: str) -> dict[str, str]:
             raise InvalidDeb(f"{where}: control file has no {name} field")
         if not grammar.match(given):
             raise InvalidDeb(f"{where}: {name} {given!r} is not valid ({example})")
+    for name in RELATION_FIELDS:
+        if name in fields:
+            try:
+                parse_field(fields[name], "deb")
+            except InvalidRelation as e:
+                raise InvalidDeb(f"{where}: {name}: {e}") from None
     return fields
 
 
