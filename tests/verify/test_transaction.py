@@ -486,3 +486,14 @@ def test_a_repository_without_records_is_adopted_as_it_is(tmp_path):
         assert len(record) == 2
     assert not (root / "apt/.gfxpack-apt-cache.json").exists()
     assert [s["Package"] for s in packages_index(root)] == ["other", "tool"]
+
+
+@pytest.mark.parametrize("fmt", ["deb", "rpm"])
+def test_one_version_is_one_file(tmp_path, fmt):
+    """The same name, version and arch under a second file name is refused."""
+    root = make_repo(tmp_path, fmt, {"tool": {}})
+    again = tmp_path / "again"
+    copy = write_package(again, fmt, "tool", files=("/opt/other",))
+    renamed = copy.rename(again / f"renamed-tool.{fmt}")
+    message = one_error(repo("--in", str(again), "--out", str(root)))
+    assert message.startswith(f"error: {renamed.name}: ") and "is already published as" in message

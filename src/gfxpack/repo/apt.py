@@ -156,6 +156,7 @@ def prepare(
                 f"{pool / deb.name} is already published with different contents; "
                 "a published version never changes (raise --release)"
             )
+    _one_file_per_version(record, pool)
     indexes = _indexes(record)
     release = _release(suite, indexes, epoch).encode()
     signatures = {}
@@ -165,6 +166,21 @@ def prepare(
             "Release.gpg": sign(release, sign_key, gnupghome, "Release", clear=False),
         }
     return AptUpdate(root, suite, added, record, indexes, release, signatures)
+
+
+def _one_file_per_version(record: dict[str, dict[str, Any]], pool: Path) -> None:
+    """A package version is one file: two files for one name, version and arch would
+    leave apt to pick either."""
+    seen: dict[tuple[str, str, str], str] = {}
+    for name in record:  # the published files first, then the new ones
+        stanza = record[name]["stanza"]
+        key = (stanza["Package"], stanza["Version"], stanza["Architecture"])
+        other = seen.setdefault(key, name)
+        if other != name:
+            raise RepoError(
+                f"{name}: {' '.join(key)} is already published as {pool / other}; "
+                "a published version never changes (raise --release)"
+            )
 
 
 def _indexes(record: dict[str, dict[str, Any]]) -> list[tuple[str, bytes]]:

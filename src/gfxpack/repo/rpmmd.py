@@ -115,6 +115,15 @@ def prepare(
                 f"{pool / rpm.name} is already published with different contents; "
                 "a published version never changes (raise --release)"
             )
+    seen: dict[str, str] = {}
+    for name in packages:  # the published files first, then the new ones
+        nevra = str(packages[name].nevra())
+        other = seen.setdefault(nevra, name)
+        if other != name:
+            raise RepoError(
+                f"{name}: {nevra} is already published as {pool / other}; "
+                "a published version never changes (raise --release)"
+            )
     make_dirs(root)
     staging = Path(tempfile.mkdtemp(prefix=".repodata-", dir=root))
     try:
