@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import lzma
 import xml.etree.ElementTree as ET
 import zlib
@@ -165,14 +166,15 @@ class Universe:
         owners: dict[str, set[str]] = defaultdict(set)
         for contents, release, listed in self._contents:
             data = _verified(contents, release, "sha256", listed.sha256, "digest", listed.size)
+            # Read line by line: the text is many times the compressed size.
+            text = io.TextIOWrapper(gzip.GzipFile(fileobj=io.BytesIO(data)), "utf-8")
             try:
-                text = gzip.decompress(data).decode("utf-8")
+                for line in text:
+                    path, _, locations = line.rstrip("\n").rpartition(" ")
+                    for location in locations.split(","):
+                        owners[location.rpartition("/")[2]].add("/" + path.strip())
             except (OSError, EOFError, zlib.error, UnicodeDecodeError) as e:
                 raise VerifyError(f"{contents}: not a gzip-compressed UTF-8 text: {e}") from None
-            for line in text.splitlines():
-                path, _, locations = line.rpartition(" ")
-                for location in locations.split(","):
-                    owners[location.rpartition("/")[2]].add("/" + path.strip())
         return {name: frozenset(paths) for name, paths in owners.items()}
 
     @cached_property
