@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 import re
 import subprocess
 import tempfile
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from gfxpack.repo.debfile import parse_stanzas
+from gfxpack.repo.inputs import digest
 from gfxpack.verify.system import VerifyError
 
 SHA256_HEX = re.compile(r"[0-9a-f]{64}\Z")
@@ -245,16 +245,6 @@ def checked_repomd(repodata: Path, keyring: Keyring | None) -> str:
     return f"repomd.xml.asc signed by a key of {keyring.path}"
 
 
-def file_digest(path: Path) -> tuple[int, str]:
-    sha256 = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as file:
-        while chunk := file.read(1 << 20):
-            sha256.update(chunk)
-            size += len(chunk)
-    return size, sha256.hexdigest()
-
-
 def mismatches(root: Path, files: Iterator[tuple[str, Listed]]) -> list[str]:
     """What differs between each (path under ``root``, listed) and the file there."""
     problems = []
@@ -269,6 +259,6 @@ def mismatches(root: Path, files: Iterator[tuple[str, Listed]]) -> list[str]:
         size = path.stat().st_size
         if size != listed.size:
             problems.append(f"{path}: {size} bytes, the index says {listed.size}")
-        elif file_digest(path)[1] != listed.sha256:
+        elif digest(path)[1] != listed.sha256:
             problems.append(f"{path}: its sha256 is not the one the index gives")
     return problems
