@@ -461,6 +461,8 @@ def test_a_second_run_waits_for_the_lock_and_says_so(tmp_path):
         )
         time.sleep(2)  # the run has started and found the lock held
         assert waiting.poll() is None and not (out / "apt").exists()
+        busy = one_error(repo("--in", str(build), "--out", str(out), "--no-wait"))
+        assert f"{out}: another gfxpack repo run is publishing here" in busy
     _, err = waiting.communicate(timeout=60)
     assert waiting.returncode == 0, err.decode()
     assert f"waiting for another gfxpack repo run on {out} to finish" in err.decode()

@@ -46,9 +46,16 @@ def _warn(message: str) -> None:
     "Release.gpg (apt) and repodata/repomd.xml.asc (dnf's repo_gpgcheck). gpg's "
     "GNUPGHOME applies.",
 )
+@click.option(
+    "--wait/--no-wait",
+    default=True,
+    show_default=True,
+    help="When another gfxpack repo run is publishing into OUT: wait for it to finish, "
+    "or fail at once.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @reports_errors
-def repo_command(builds, out, suite, sign_key, as_json):
+def repo_command(builds, out, suite, sign_key, wait, as_json):
     """Publish built packages as an apt and an rpm-md repository.
 
     Incremental: packages already in OUT stay, so several releases (8.2 and
@@ -67,7 +74,7 @@ def repo_command(builds, out, suite, sign_key, as_json):
     epoch = int(os.environ.get("SOURCE_DATE_EPOCH") or time.time())
     out_path = Path(out)
     results = repo_module.publish(
-        [Path(build) for build in builds], out_path, suite, epoch, sign_key, warn=_warn
+        [Path(build) for build in builds], out_path, suite, epoch, sign_key, warn=_warn, wait=wait
     )
     if as_json:
         click.echo(json.dumps(results, indent=2))

@@ -45,16 +45,18 @@ def publish(
     sign_key: str | None = None,
     gnupghome: str | None = None,
     warn: Callable[[str], None] = _ignore,
+    wait: bool = True,
 ) -> list[dict[str, Any]]:
     """Add the packages of ``builds`` to the apt repository at out/apt and the rpm-md one
-    at out/rpm; one summary per format published."""
+    at out/rpm; one summary per format published. Another run on ``out`` is waited
+    for, or an error when not ``wait``."""
     builds = [builds] if isinstance(builds, Path) else list(builds)
     apt.check_suite(suite)
     with os_errors(str(out)):
         files = _inputs(builds, warn)
         debs = [f for f in files if f.format == "deb"]
         rpms = [f for f in files if f.format == "rpm"]
-        with Transaction(out, warn) as tx:
+        with Transaction(out, warn, wait) as tx:
             recover(out, [out / "apt" / "pool" / apt.COMPONENT, out / "rpm" / "Packages"], warn)
             updates: list[apt.AptUpdate | rpmmd.RpmUpdate] = []
             try:

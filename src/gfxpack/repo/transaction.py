@@ -1,7 +1,8 @@
 """One ``gfxpack repo`` run as a transaction over a repository directory.
 
 * **One run at a time**: an exclusive ``flock`` on ``OUT/.gfxpack-repo.lock``; a second
-  run waits for the first (and says so), so neither loses the other's packages.
+  run waits for the first (and says so) or fails at once, so neither loses the other's
+  packages.
 * **Every write is a rename**: files are written under a ``.NAME.partial`` name with
   mode 0644 and renamed into place; directories are made 0755. A failure removes the
   partial files and the pool files this run added before recording them.
@@ -62,9 +63,12 @@ def make_dirs(path: Path) -> None:
 class Transaction:
     """The writes of one run; see the module. Use as a context manager."""
 
-    def __init__(self, out: Path, waiting: Callable[[str], None] = lambda _: None) -> None:
+    def __init__(
+        self, out: Path, waiting: Callable[[str], None] = lambda _: None, wait: bool = True
+    ) -> None:
         self.out = out
         self._waiting = waiting
+        self._wait = wait
         self._lock_fd: int | None = None
         self._partials: set[Path] = set()
         self._unrecorded: set[Path] = set()
@@ -75,6 +79,12 @@ class Transaction:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            if not self._wait:
+                os.close(fd)
+                raise RepoError(
+                    f"{self.out}: another gfxpack repo run is publishing here "
+                    "(without --no-wait, this run would wait for it)"
+                ) from None
             self._waiting(f"waiting for another gfxpack repo run on {self.out} to finish")
             fcntl.flock(fd, fcntl.LOCK_EX)
         self._lock_fd = fd
