@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # Debian tools the tests drive: command -> package.
 DEB_TOOLS := dot:graphviz rpm:rpm rpmkeys:rpm rpm2cpio:rpm2cpio cpio:cpio lintian:lintian \
-	gpg:gpg gpgv:gpgv apt-get:apt chromium:chromium
+	gpg:gpg gpgv:gpgv apt-get:apt chromium:chromium dnf:dnf strace:strace
 
 .PHONY: demo test lint bench fuzz system-tools clean
 

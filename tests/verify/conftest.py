@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from gfxpack.repo import publish
+from tests.conftest import run
 
 
 @pytest.fixture(scope="session")
@@ -14,3 +16,36 @@ def example_repo(example_release, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("published") / "repo"
     publish(example_release.out, root, "stable", 1_700_000_000)
     return root
+
+
+@pytest.fixture
+def gnupg(tmp_path):
+    """A throwaway gpg home with one signing key; yields (home, fingerprint)."""
+    home = tmp_path / "gnupg"
+    home.mkdir(mode=0o700)
+    env = {"GNUPGHOME": str(home)}
+    gpg = ["gpg", "--batch", "--homedir", str(home)]
+    run(
+        *gpg,
+        "--passphrase",
+        "",
+        "--quick-gen-key",
+        "gfxpack test <test@example.invalid>",
+        "ed25519",
+        "sign",
+        "never",
+        env=env,
+    )
+    listing = run(*gpg, "--with-colons", "--list-secret-keys", env=env).stdout
+    fingerprint = next(
+        line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:")
+    )
+    yield str(home), fingerprint
+    subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False)
+
+
+def export_key(home: str, fingerprint: str, path: Path, armor: bool = False) -> Path:
+    """The public key of ``fingerprint`` as a keyring file (what apt's signed-by takes)."""
+    command = ["gpg", "--homedir", home, "--export", *(["--armor"] if armor else []), fingerprint]
+    path.write_bytes(subprocess.run(command, capture_output=True, check=True).stdout)
+    return path

@@ -6,8 +6,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
+import io
 import re
 import subprocess
+import tarfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -191,3 +193,41 @@ class Apt:
         """The .deb files ``install`` would fetch, fetched."""
         self.run("install", "--download-only", "-y", *names)
         return sorted((self.home / "cache/archives").glob("*.deb"))
+
+
+# --- hand-crafted .deb files, for what our writer never makes ----------------------------
+
+
+def _tar_gz(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.GNU_FORMAT) as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def ar_member(name: str, data: bytes, size_field: str | None = None) -> bytes:
+    size = str(len(data)) if size_field is None else size_field
+    header = f"{name:<16}{0:<12}{0:<6}{0:<6}{100644:<8}{size:<10}`\n".encode()
+    return header + data + b"\n" * (len(data) % 2)
+
+
+def craft_deb(
+    path: Path,
+    control: bytes,
+    paths: tuple[str, ...] = ("./opt/tool",),
+    size_field: str | None = None,
+) -> Path:
+    """A .deb with this control file and these data paths, made by hand; ``size_field``
+    replaces the control member's ar size."""
+    data = _tar_gz({name: b"x" for name in paths})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(
+        b"!<arch>\n"
+        + ar_member("debian-binary", b"2.0\n")
+        + ar_member("control.tar.gz", _tar_gz({"./control": control}), size_field)
+        + ar_member("data.tar.gz", data)
+    )
+    return path

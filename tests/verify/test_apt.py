@@ -61,32 +61,6 @@ def test_apt_downloads_the_set_and_dpkg_installs_it(example_repo, example_releas
     assert not (root / "opt/rocm/core-8.2/.kpack/blas_lib_gfx950.kpack").exists()
 
 
-@pytest.fixture
-def gnupg(tmp_path):
-    """A throwaway gpg home with one signing key; yields (home, fingerprint)."""
-    home = tmp_path / "gnupg"
-    home.mkdir(mode=0o700)
-    env = {"GNUPGHOME": str(home)}
-    gpg = ["gpg", "--batch", "--homedir", str(home)]
-    run(
-        *gpg,
-        "--passphrase",
-        "",
-        "--quick-gen-key",
-        "gfxpack test <test@example.invalid>",
-        "ed25519",
-        "sign",
-        "never",
-        env=env,
-    )
-    listing = run(*gpg, "--with-colons", "--list-secret-keys", env=env).stdout
-    fingerprint = next(
-        line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:")
-    )
-    yield str(home), fingerprint
-    subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False)
-
-
 def test_a_signed_repository_is_verified_by_apt(example_release, tmp_path, gnupg):
     home, fingerprint = gnupg
     root = tmp_path / "repo"

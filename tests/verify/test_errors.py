@@ -18,7 +18,9 @@ def fails(*args: str) -> str:
     result = CliRunner().invoke(cli, list(args))
     assert result.exit_code == 1, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
-    lines = result.stderr.strip().splitlines()
+    lines = [
+        line for line in result.stderr.strip().splitlines() if not line.startswith("warning: ")
+    ]
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     return lines[0]
 
@@ -136,7 +138,9 @@ def test_repo_from_an_empty_build(tmp_path):
 def test_repo_from_an_index_listing_missing_files(tmp_path):
     build = tmp_path / "build"
     build.mkdir()
-    (build / "index.json").write_text('{"files": [{"file": "a_1-1_amd64.deb"}]}')
+    (build / "index.json").write_text(
+        '{"files": [{"file": "a_1-1_amd64.deb", "size": 1, "sha256": "00"}]}'
+    )
     assert "lists 1 file(s) that are not there, e.g. a_1-1_amd64.deb" in fails(
         "repo", "--in", str(build), "--out", str(tmp_path / "repo")
     )

@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 import click
 
-from gfxpack.errors import GfxpackError
+from gfxpack.errors import GfxpackError, StrictFailure
 from gfxpack.plan import Mode, PinPolicy, PlanOptions, ReleasePlan, Severity
 
 SEPARATORS = re.compile(r"[\s,;]+")
@@ -141,14 +141,6 @@ def plan_options(
         install_prefix=install_prefix,
         missing_dependencies="warn" if allow_missing_deps else "error",
     )
-
-
-class StrictFailure(GfxpackError):
-    """--strict and at least one warning: each warning is reported as an error."""
-
-    def __init__(self, warnings: Sequence[str]) -> None:
-        count = f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}"
-        super().__init__("\n".join([*warnings, f"{count}, and --strict makes warnings errors"]))
 
 
 def strict_option(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -11,8 +11,12 @@ import click
 
 from gfxpack import repo as repo_module
 from gfxpack.cli import cli
-from gfxpack.cli.common import report_warnings, reports_errors, strict_option
+from gfxpack.cli.common import reports_errors, strict_option
 from gfxpack.epoch import source_date_epoch
+
+
+def _warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
 
 
 @cli.command("repo")
@@ -30,34 +34,57 @@ from gfxpack.epoch import source_date_epoch
     type=click.Path(file_okay=False),
     help="The repository root: OUT/apt and OUT/rpm are created or extended.",
 )
-@click.option("--suite", default="stable", show_default=True, help="apt suite (dists/SUITE).")
+@click.option(
+    "--suite",
+    default="stable",
+    show_default=True,
+    help="apt suite (dists/SUITE): a plain name of letters, digits and ._+-.",
+)
 @click.option(
     "--sign-key",
     metavar="FPR",
-    help="gpg key (fingerprint or user id) that signs Release: writes InRelease and "
-    "Release.gpg. gpg's GNUPGHOME applies.",
+    help="gpg key (fingerprint or user id) that signs the indexes: writes InRelease and "
+    "Release.gpg (apt) and repodata/repomd.xml.asc (dnf's repo_gpgcheck). gpg's "
+    "GNUPGHOME applies.",
+)
+@click.option(
+    "--wait/--no-wait",
+    default=True,
+    show_default=True,
+    help="When another gfxpack repo run is publishing into OUT: wait for it to finish, "
+    "or fail at once.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @strict_option
 @reports_errors
-def repo_command(builds, out, suite, sign_key, as_json, strict):
+def repo_command(builds, out, suite, sign_key, wait, as_json, strict):
     """Publish built packages as an apt and an rpm-md repository.
 
     Incremental: packages already in OUT stay, so several releases (8.2 and
     8.3) and patch updates (8.2.0, 8.2.1) live side by side; every index is
     regenerated over the whole pool. A published file name with different
     contents is refused. The Release date is SOURCE_DATE_EPOCH, else now.
+
+    Safe to rerun and to run twice at once: every input is checked and read
+    before anything is published (a file index.json does not vouch for, a
+    symlink, a broken package or a bad name is refused), runs on one OUT take
+    turns, a published file whose bytes changed is refused rather than
+    re-signed, and what an interrupted run left is cleaned up by the next.
+    A directory of .deb/.rpm files without index.json is published with a
+    warning.
     """
     epoch = source_date_epoch(os.environ, int(time.time()))
     out_path = Path(out)
-    # Every input is looked at before the repository is touched: --strict stops here.
-    warnings: list[str] = []
-    for build in builds:
-        repo_module.build_files(Path(build), warnings.append)
-    report_warnings(warnings, strict)
-    results = []
-    for build in builds:
-        results += repo_module.publish(Path(build), out_path, suite, epoch, sign_key)
+    results = repo_module.publish(
+        [Path(build) for build in builds],
+        out_path,
+        suite,
+        epoch,
+        sign_key,
+        warn=_warn,
+        wait=wait,
+        strict=strict,
+    )
     if as_json:
         click.echo(json.dumps(results, indent=2))
         return

@@ -48,13 +48,25 @@ SHOWN = 20
     "default: a bundled Debian 12 / EL 9 list with the usual system libraries.",
 )
 @click.option("--suite", help="apt suite, when the repository has more than one.")
+@click.option(
+    "--keyring",
+    type=click.Path(dir_okay=False),
+    help="OpenPGP public keys (binary or armored, as apt's signed-by takes): InRelease "
+    "or Release.gpg and repomd.xml.asc must be good signatures by one of them.",
+)
+@click.option(
+    "--deep",
+    is_flag=True,
+    help="Also check every package file's size and sha256 against its index, as apt and "
+    "dnf check each download.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
 @click.option(
     "-q", "--quiet", is_flag=True, help="Summarise the transaction in one line per format."
 )
 @strict_option
 @reports_errors
-def verify_command(root, names, fmt, system, suite, as_json, quiet, strict):
+def verify_command(root, names, fmt, system, suite, keyring, deep, as_json, quiet, strict):
     """Resolve an install with libsolv and check the arch rules.
 
     Prints the transaction of --install, then resolves every package of the
@@ -70,11 +82,23 @@ def verify_command(root, names, fmt, system, suite, as_json, quiet, strict):
 
     A violation is reported with the chain of requirements that pulled the
     packages in; the exit status is then 1.
+
+    First, as apt and dnf do, the indexes are checked against the digests of
+    Release (which must say what InRelease says) and repomd.xml; with
+    --keyring, their signatures too; with --deep, every package file. Any
+    mismatch is an error.
     """
     install = split_list(names)
     with _progress(as_json) as progress:
         reports = verify_module.verify(
-            Path(root), install, fmt, Path(system) if system else None, suite, progress
+            Path(root),
+            install,
+            fmt,
+            Path(system) if system else None,
+            suite,
+            progress,
+            keyring=Path(keyring) if keyring else None,
+            deep=deep,
         )
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in reports], indent=2))
@@ -114,6 +138,9 @@ def _progress(quiet: bool):
 def _print_report(report, quiet: bool) -> None:
     echo = click.echo
     echo(f"{report.fmt}: {report.repository}, {report.packages} packages; system: {report.system}")
+    echo(f"  ok    indexes match their digests; {report.trust}")
+    if report.files_checked is not None:
+        echo(f"  ok    every package file matches its index ({report.files_checked} files)")
     resolution = report.resolution
     if resolution is not None and resolution.ok:
         counts = {}

@@ -1,60 +1,89 @@
-"""Package repositories from a build's output: apt (repo/apt.py) and rpm-md (repo/rpmmd.py)."""
+"""Package repositories from builds' output: apt (repo/apt.py) and rpm-md (repo/rpmmd.py).
+
+A run is one transaction (repo/transaction.py): every input of every ``--in`` is
+checked (repo/inputs.py) and read (repo/debfile.py, repo/rpmfile.py), both
+repositories' new indexes are computed and signed, and only then is anything
+linked into a pool or written, under one lock per repository.
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+from gfxpack.errors import StrictFailure
 from gfxpack.repo import apt, rpmmd
-from gfxpack.repo.apt import RepoError
+from gfxpack.repo.inputs import InputFile, RepoError, collect
+from gfxpack.repo.transaction import Transaction, os_errors, recover
 
-__all__ = ["RepoError", "build_files", "publish"]
+__all__ = ["RepoError", "publish"]
 
 
-def build_files(build: Path, warn: Callable[[str], None] | None = None) -> list[Path]:
-    """The packages of a build: those its index.json lists, else every .deb and .rpm
-    (said through ``warn``: nothing then checks that the files belong together)."""
-    if not build.is_dir():
-        raise RepoError(f"{build}: not a directory (give the --out directory of gfxpack build)")
-    index = build / "index.json"
-    if index.exists():
-        try:
-            files = [build / item["file"] for item in json.loads(index.read_text())["files"]]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise RepoError(f"{index}: not a gfxpack build index: {e}") from None
-        missing = [f.name for f in files if not f.exists()]
-        if missing:
-            raise RepoError(
-                f"{index} lists {len(missing)} file(s) that are not there, e.g. {missing[0]}"
-            )
-        return files
-    files = sorted([*build.glob("*.deb"), *build.glob("*.rpm")])
-    if not files:
-        raise RepoError(f"{build}: no .deb or .rpm files and no index.json")
-    if warn is not None:
-        warn(
-            f"{build}: no index.json (not a gfxpack build directory): publishing its "
-            f"{len(files)} .deb/.rpm file(s) as they are"
-        )
-    return files
+def _ignore(_: str) -> None:
+    pass
+
+
+def _inputs(builds: Sequence[Path], warn: Callable[[str], None]) -> list[InputFile]:
+    """The files of every build, each name once (the same name twice must be the same bytes)."""
+    chosen: dict[str, InputFile] = {}
+    for build in builds:
+        for item in collect(build, warn):
+            other = chosen.setdefault(item.name, item)
+            if other.sha256 != item.sha256:
+                raise RepoError(
+                    f"{item.name}: {other.path.parent} and {item.path.parent} both have it, "
+                    "with different contents"
+                )
+    return [chosen[name] for name in sorted(chosen)]
 
 
 def publish(
-    build: Path,
+    builds: Path | Sequence[Path],
     out: Path,
     suite: str,
     epoch: int,
     sign_key: str | None = None,
     gnupghome: str | None = None,
-) -> list[dict]:
-    """Add a build's packages to the apt repository at out/apt and the rpm-md one at out/rpm."""
-    files = build_files(build)
-    debs = [f for f in files if f.suffix == ".deb"]
-    rpms = [f for f in files if f.suffix == ".rpm"]
-    results = []
-    if debs:
-        results.append(apt.publish(debs, out / "apt", suite, epoch, sign_key, gnupghome))
-    if rpms:
-        results.append(rpmmd.publish(rpms, out / "rpm", epoch))
-    return results
+    warn: Callable[[str], None] = _ignore,
+    wait: bool = True,
+    strict: bool = False,
+) -> list[dict[str, Any]]:
+    """Add the packages of ``builds`` to the apt repository at out/apt and the rpm-md one
+    at out/rpm; one summary per format published. Another run on ``out`` is waited
+    for, or an error when not ``wait``. With ``strict`` a warning about the inputs
+    stops the run before anything is written."""
+    builds = [builds] if isinstance(builds, Path) else list(builds)
+    apt.check_suite(suite)
+    with os_errors(str(out)):
+        input_warnings: list[str] = []
+        files = _inputs(builds, input_warnings.append)
+        if strict and input_warnings:
+            raise StrictFailure(input_warnings)
+        for message in input_warnings:
+            warn(message)
+        debs = [f for f in files if f.format == "deb"]
+        rpms = [f for f in files if f.format == "rpm"]
+        with Transaction(out, warn, wait) as tx:
+            recover(out, [out / "apt" / "pool" / apt.COMPONENT, out / "rpm" / "Packages"], warn)
+            updates: list[apt.AptUpdate | rpmmd.RpmUpdate] = []
+            try:
+                if debs:
+                    updates.append(
+                        apt.prepare(debs, out / "apt", suite, epoch, sign_key, gnupghome)
+                    )
+                if rpms:
+                    updates.append(rpmmd.prepare(rpms, out / "rpm", epoch, sign_key, gnupghome))
+                # Both pools, then both records, then both indexes: a failure (a full
+                # disk) before the indexes leaves what apt and dnf read unchanged.
+                for update in updates:
+                    update.add_files(tx)
+                for update in updates:
+                    update.commit_record(tx)
+                for update in updates:
+                    update.commit_indexes(tx)
+            finally:
+                for update in updates:
+                    if isinstance(update, rpmmd.RpmUpdate):
+                        update.discard()
+    return [update.summary() for update in updates]

@@ -7,141 +7,189 @@
 
 Publishing is incremental: packages already in the pool stay, new ones are
 added, and every index is rewritten over the whole pool. What each .deb says
-(its stanza and its paths) is cached by file name, size and mtime, so a
-second build added to a large repository reads only the new files. Indexes
-are written under temporary names and renamed; ``Release`` goes last.
+(its stanza and its paths) is kept in the pool's record with its digests, so
+a second build added to a large repository reads only the new files (and any
+published file whose inode stamp changed, to check it still has its bytes).
+:func:`prepare` reads, checks and signs everything into an :class:`AptUpdate`,
+which then writes.
 """
 
 from __future__ import annotations
 
-import filecmp
 import gzip
 import hashlib
-import json
 import lzma
-import os
-import shutil
-import subprocess
+import re
 from collections import defaultdict
+from dataclasses import dataclass, field
 from email.utils import formatdate
 from pathlib import Path
+from typing import Any
 
-from gfxpack.errors import GfxpackError
-from gfxpack.repo.debfile import parse_stanzas, read_deb
+from gfxpack.repo.debfile import InvalidDeb, read_deb
+from gfxpack.repo.inputs import InputFile, RepoError, digest
+from gfxpack.repo.signing import sign
+from gfxpack.repo.transaction import Transaction, check_published, read_record, stamp
 
 COMPONENT = "main"
-CACHE = ".gfxpack-apt-cache.json"
-# Stanza field order: the control file's, then the repository's own.
+# The fields the repository writes into each stanza, after the control file's.
 POOL_FIELDS = ("Filename", "Size", "MD5sum", "SHA256")
+# dists/<suite> is one directory: a plain name.
+SUITE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
+
+__all__ = ["COMPONENT", "SUITE", "AptUpdate", "RepoError", "check_suite", "prepare"]
 
 
-class RepoError(GfxpackError):
-    pass
+def check_suite(suite: str) -> None:
+    if not SUITE.match(suite):
+        raise RepoError(
+            f"--suite {suite!r}: expected a plain name such as stable or rocm-8.2 "
+            "(letters, digits and ._+-, no '/')"
+        )
 
 
-def _digests(path: Path) -> tuple[int, str, str]:
-    md5, sha256 = hashlib.md5(usedforsecurity=False), hashlib.sha256()
-    size = 0
+@dataclass
+class AptUpdate:
+    """What a run writes to an apt repository: computed, checked and signed beforehand."""
+
+    root: Path
+    suite: str
+    added: list[InputFile]
+    record: dict[str, dict[str, Any]]
+    indexes: list[tuple[str, bytes]]
+    release: bytes
+    signatures: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def pool(self) -> Path:
+        return self.root / "pool" / COMPONENT
+
+    def add_files(self, tx: Transaction) -> None:
+        """Link the new files into the pool."""
+        for deb in self.added:
+            tx.add_to_pool(deb.path, self.pool)
+            self.record[deb.name]["stamp"] = stamp(self.pool / deb.name)
+
+    def commit_record(self, tx: Transaction) -> None:
+        """Record the pool (after :meth:`add_files`): its files are published."""
+        tx.record(self.pool, self.record)
+
+    def commit_indexes(self, tx: Transaction) -> None:
+        """Write the indexes (after :meth:`commit_record`), Release last."""
+        dist = self.root / "dists" / self.suite
+        for name, data in self.indexes:
+            tx.write(dist / name, data)
+        tx.write(dist / "Release", self.release)
+        for name in ("InRelease", "Release.gpg"):
+            if name in self.signatures:
+                tx.write(dist / name, self.signatures[name])
+            else:
+                # A signature of an earlier Release would no longer match it.
+                (dist / name).unlink(missing_ok=True)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "format": "deb",
+            "added": [f.name for f in self.added],
+            "packages": len(self.record),
+            "suite": self.suite,
+            "signed": bool(self.signatures),
+        }
+
+
+def _md5(path: Path) -> str:
+    md5 = hashlib.md5(usedforsecurity=False)
     with open(path, "rb") as file:
         while chunk := file.read(1 << 20):
             md5.update(chunk)
-            sha256.update(chunk)
-            size += len(chunk)
-    return size, md5.hexdigest(), sha256.hexdigest()
+    return md5.hexdigest()
 
 
-def new_files(files: list[Path], pool: Path) -> list[Path]:
-    """The files not yet in the pool. A file name already there with other contents is
-    an error, since a published version never changes."""
-    new = []
-    for source in files:
-        target = pool / source.name
-        if not target.exists():
-            new.append(source)
-        # The pool holds hard links of earlier builds: the same inode needs no reading.
-        elif not (target.samefile(source) or filecmp.cmp(target, source, shallow=False)):
-            raise RepoError(
-                f"{target} is already published with different contents; "
-                "a published version never changes (raise --release)"
-            )
-    return new
-
-
-def add_to_pool(files: list[Path], pool: Path) -> None:
-    """Hard-link (else copy, keeping the mtime) ``files`` into the pool."""
-    pool.mkdir(parents=True, exist_ok=True)
-    for source in files:
-        target = pool / source.name
-        partial = target.with_name(f".{target.name}.partial")
-        try:
-            os.link(source, partial)
-        except OSError:
-            shutil.copy2(source, partial)
-        os.replace(partial, target)
-
-
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_bytes(data)
-    os.replace(partial, path)
-
-
-def _entries(out: Path, files: dict[str, Path]) -> tuple[list[dict], dict[str, dict]]:
-    """Stanza and paths of every package (file name -> where to read it now), from the
-    cache when unchanged; and the cache to write back."""
-    cache_path = out / CACHE
+def _entry(path: Path, size: int, sha256: str) -> dict[str, Any]:
+    """The record of one .deb: its digests, its Packages stanza and its paths."""
     try:
-        cache = json.loads(cache_path.read_text())
-    except (OSError, ValueError):
-        cache = {}
-    entries, fresh = [], {}
-    for name in sorted(files):
-        deb = files[name]
-        info = deb.stat()
-        stamp = f"{info.st_size}:{info.st_mtime_ns}"
-        entry = cache.get(name)
-        if entry is None or entry.get("stamp") != stamp:
-            control, paths = read_deb(str(deb))
-            size, md5, sha256 = _digests(deb)
-            stanza = parse_stanzas(control)[0]
-            stanza.update(
-                {
-                    "Filename": f"pool/{COMPONENT}/{name}",
-                    "Size": str(size),
-                    "MD5sum": md5,
-                    "SHA256": sha256,
-                }
-            )
-            entry = {"stamp": stamp, "stanza": stanza, "paths": paths}
-        fresh[name] = entry
-        entries.append(entry)
-    return entries, fresh
+        package = read_deb(str(path))
+    except InvalidDeb as e:
+        raise RepoError(str(e)) from None
+    stanza = {k: v for k, v in package.fields.items() if k not in POOL_FIELDS}
+    md5 = _md5(path)
+    stanza |= {
+        "Filename": f"pool/{COMPONENT}/{path.name}",
+        "Size": str(size),
+        "MD5sum": md5,
+        "SHA256": sha256,
+    }
+    return {"size": size, "sha256": sha256, "stanza": stanza, "paths": package.paths}
 
 
-def _stanza_text(stanza: dict[str, str]) -> str:
-    return "".join(f"{field}: {value}\n" for field, value in stanza.items())
+def _published(pool: Path) -> dict[str, dict[str, Any]]:
+    """The record of every .deb in the pool, each checked against its bytes. A pool an
+    older gfxpack wrote has no record: its files are read and recorded as they are."""
+    record = read_record(pool)
+    if record is None:
+        files = sorted(pool.glob("*.deb")) if pool.is_dir() else []
+        return {p.name: _entry(p, *digest(p)) | {"stamp": stamp(p)} for p in files}
+    return {name: check_published(pool, name, entry) for name, entry in record.items()}
 
 
-def publish(
-    debs: list[Path],
-    out: Path,
+def prepare(
+    debs: list[InputFile],
+    root: Path,
     suite: str,
     epoch: int,
     sign_key: str | None = None,
     gnupghome: str | None = None,
-) -> dict:
-    """Add ``debs`` to the repository at ``out`` and rewrite its indexes.
+) -> AptUpdate:
+    """Everything a run adds to the repository at ``root``, checked and signed, with
+    nothing written yet. A published file name with other bytes is an error."""
+    check_suite(suite)
+    pool = root / "pool" / COMPONENT
+    record = _published(pool)
+    added = []
+    for deb in debs:
+        published = record.get(deb.name)
+        if published is None:
+            record[deb.name] = _entry(deb.path, deb.size, deb.sha256)
+            added.append(deb)
+        elif published["sha256"] != deb.sha256:
+            raise RepoError(
+                f"{pool / deb.name} is already published with different contents; "
+                "a published version never changes (raise --release)"
+            )
+    _one_file_per_version(record, pool)
+    indexes = _indexes(record)
+    release = _release(suite, indexes, epoch).encode()
+    signatures = {}
+    if sign_key:
+        signatures = {
+            "InRelease": sign(release, sign_key, gnupghome, "Release", clear=True),
+            "Release.gpg": sign(release, sign_key, gnupghome, "Release", clear=False),
+        }
+    return AptUpdate(root, suite, added, record, indexes, release, signatures)
 
-    Everything is computed and signed before the repository is touched, so a
-    failure (a changed file, gpg refusing) leaves it as it was."""
-    pool = out / "pool" / COMPONENT
-    added = new_files(debs, pool)
-    files = {p.name: p for p in pool.glob("*.deb")} | {p.name: p for p in added}
-    entries, cache = _entries(out, files)
-    by_arch: dict[str, list[dict]] = defaultdict(list)
-    for entry in entries:
-        by_arch[entry["stanza"].get("Architecture", "all")].append(entry)
+
+def _one_file_per_version(record: dict[str, dict[str, Any]], pool: Path) -> None:
+    """A package version is one file: two files for one name, version and arch would
+    leave apt to pick either."""
+    seen: dict[tuple[str, str, str], str] = {}
+    for name in record:  # the published files first, then the new ones
+        stanza = record[name]["stanza"]
+        key = (stanza["Package"], stanza["Version"], stanza["Architecture"])
+        other = seen.setdefault(key, name)
+        if other != name:
+            raise RepoError(
+                f"{name}: {' '.join(key)} is already published as {pool / other}; "
+                "a published version never changes (raise --release)"
+            )
+
+
+def _indexes(record: dict[str, dict[str, Any]]) -> list[tuple[str, bytes]]:
+    """Packages (plain, .gz, .xz) and Contents of every architecture, by name under
+    dists/<suite>."""
+    by_arch: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for name in sorted(record):
+        entry = record[name]
+        by_arch[entry["stanza"]["Architecture"]].append(entry)
     arches = sorted(a for a in by_arch if a != "all") or ["all"]
     indexes: list[tuple[str, bytes]] = []
     for arch in arches:
@@ -163,30 +211,17 @@ def publish(
         )
         text = "".join(f"{path:<60} {owner}\n" for path, owner in contents).encode()
         indexes.append((f"{COMPONENT}/Contents-{arch}.gz", gzip.compress(text, 9, mtime=0)))
-    release = _release(suite, arches, indexes, epoch).encode()
-    signatures = _sign(release, sign_key, gnupghome) if sign_key else {}
-    add_to_pool(added, pool)
-    dist = out / "dists" / suite
-    for name, data in indexes:
-        _write(dist / name, data)
-    _write(dist / "Release", release)
-    for name in ("InRelease", "Release.gpg"):
-        if name in signatures:
-            _write(dist / name, signatures[name])
-        else:
-            # A signature of an earlier Release would no longer match it.
-            (dist / name).unlink(missing_ok=True)
-    _write(out / CACHE, json.dumps(cache).encode())  # keeps each stanza's field order
-    return {
-        "format": "deb",
-        "added": [p.name for p in added],
-        "packages": len(entries),
-        "suite": suite,
-        "signed": bool(sign_key),
-    }
+    return indexes
 
 
-def _release(suite: str, arches: list[str], indexes: list[tuple[str, bytes]], epoch: int) -> str:
+def _stanza_text(stanza: dict[str, str]) -> str:
+    return "".join(f"{field}: {value}\n" for field, value in stanza.items())
+
+
+def _release(suite: str, indexes: list[tuple[str, bytes]], epoch: int) -> str:
+    arches = sorted(
+        {name.split("/")[1].removeprefix("binary-") for name, _ in indexes if "/binary-" in name}
+    )
     lines = [
         "Origin: gfxpack",
         "Label: gfxpack",
@@ -203,34 +238,3 @@ def _release(suite: str, arches: list[str], indexes: list[tuple[str, bytes]], ep
             digest = hashlib.new(algorithm, data, usedforsecurity=False).hexdigest()
             lines.append(f" {digest} {len(data):>16} {name}")
     return "\n".join(lines) + "\n"
-
-
-def _sign(release: bytes, key: str, gnupghome: str | None) -> dict[str, bytes]:
-    """InRelease (clear-signed) and Release.gpg (detached) for ``release``."""
-    env = {**os.environ, **({"GNUPGHOME": gnupghome} if gnupghome else {})}
-    base = ["gpg", "--batch", "--yes", "--pinentry-mode", "loopback", "--local-user", key]
-    signatures = {}
-    for name, extra in (
-        ("InRelease", ["--clearsign"]),
-        ("Release.gpg", ["--armor", "--detach-sign"]),
-    ):
-        try:
-            result = subprocess.run(
-                [*base, *extra, "--output", "-"],
-                input=release,
-                capture_output=True,
-                env=env,
-                check=False,
-            )
-        except FileNotFoundError:
-            raise RepoError(
-                "--sign-key needs gpg, which is not installed (apt-get install gpg)"
-            ) from None
-        if result.returncode != 0:
-            reason = result.stderr.decode(errors="replace").strip().splitlines()
-            raise RepoError(
-                f"gpg could not sign the Release file with key {key}: "
-                f"{reason[-1] if reason else 'exit status ' + str(result.returncode)}"
-            )
-        signatures[name] = result.stdout
-    return signatures

@@ -1,62 +1,169 @@
 """An rpm-md repository (what dnf, yum and zypper read), made with createrepo_c's bindings.
 
     Packages/<file>.rpm
-    repodata/repomd.xml, <sha256>-primary.xml.gz, -filelists.xml.gz, -other.xml.gz
+    repodata/repomd.xml, repomd.xml.asc (signed with --sign-key),
+             <sha256>-primary.xml.gz, -filelists.xml.gz, -other.xml.gz
 
-Incremental like the apt side: packages already published stay; the metadata
-is regenerated over every package (createrepo_c reads only RPM headers, fast
-enough not to need a cache). The new repodata is written to a temporary
-directory and swapped in, so readers never see a half-written repository.
+Incremental like the apt side: packages already published stay (checked against
+the pool's record first); the metadata is regenerated over every package
+(createrepo_c reads only RPM headers, fast enough not to need a cache). The new
+repodata is made and signed in a temporary directory by :func:`prepare` and
+swapped in whole by :meth:`RpmUpdate.commit_indexes`, so readers never see a
+half-written repository.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import createrepo_c as cr
 
-from gfxpack.repo.apt import add_to_pool, new_files
+from gfxpack.repo.inputs import InputFile, RepoError, digest
+from gfxpack.repo.rpmfile import InvalidRpm, read_rpm
+from gfxpack.repo.signing import sign
+from gfxpack.repo.transaction import (
+    DIR_MODE,
+    FILE_MODE,
+    Transaction,
+    check_published,
+    make_dirs,
+    read_record,
+    stamp,
+)
+
+KINDS = ("primary", "filelists", "other")
 
 
-def publish(rpms: list[Path], out: Path, epoch: int) -> dict:
-    """Add ``rpms`` to the repository at ``out`` and regenerate its repodata."""
-    packages = out / "Packages"
-    added = new_files(rpms, packages)
-    add_to_pool(added, packages)
-    files = sorted(packages.glob("*.rpm"))
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".repodata-", dir=out))
+@dataclass
+class RpmUpdate:
+    """What a run writes to an rpm-md repository: new pool files, repodata made beside."""
+
+    root: Path
+    added: list[InputFile]
+    record: dict[str, dict[str, Any]]
+    staging: Path
+    signed: bool
+
+    @property
+    def pool(self) -> Path:
+        return self.root / "Packages"
+
+    def add_files(self, tx: Transaction) -> None:
+        """Link the new files into the pool."""
+        for rpm in self.added:
+            tx.add_to_pool(rpm.path, self.pool)
+            self.record[rpm.name]["stamp"] = stamp(self.pool / rpm.name)
+
+    def commit_record(self, tx: Transaction) -> None:
+        """Record the pool (after :meth:`add_files`): its files are published."""
+        tx.record(self.pool, self.record)
+
+    def commit_indexes(self, tx: Transaction) -> None:
+        """Swap the new repodata in (after :meth:`commit_record`)."""
+        tx.swap_in(self.staging, self.root / "repodata")
+
+    def discard(self) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "format": "rpm",
+            "added": [f.name for f in self.added],
+            "packages": len(self.record),
+            "signed": self.signed,
+        }
+
+
+def _package(path: Path, name: str) -> cr.Package:
     try:
-        paths = {kind: staging / f"{kind}.xml.gz" for kind in ("primary", "filelists", "other")}
-        primary = cr.PrimaryXmlFile(str(paths["primary"]))
-        filelists = cr.FilelistsXmlFile(str(paths["filelists"]))
-        other = cr.OtherXmlFile(str(paths["other"]))
-        for xml in (primary, filelists, other):
-            xml.set_num_of_pkgs(len(files))
-        for rpm in files:
-            package = cr.package_from_rpm(str(rpm), cr.SHA256, f"Packages/{rpm.name}")
-            for xml in (primary, filelists, other):
-                xml.add_pkg(package)
-        for xml in (primary, filelists, other):
-            xml.close()
-        repomd = cr.Repomd()
-        repomd.set_revision(str(epoch))
-        for kind, path in paths.items():
-            record = cr.RepomdRecord(kind, str(path))
-            record.fill(cr.SHA256)
-            record.rename_file()  # <checksum>-<kind>.xml.gz, as createrepo_c names them
-            record.set_timestamp(epoch)
-            repomd.set_record(record)
-        (staging / "repomd.xml").write_text(repomd.xml_dump(), encoding="utf-8")
-        old = out / "repodata"
-        retired = out / ".repodata-old"
-        if old.exists():
-            os.replace(old, retired)
-        os.replace(staging, old)
-        shutil.rmtree(retired, ignore_errors=True)
-    finally:
+        return read_rpm(str(path), f"Packages/{name}")
+    except InvalidRpm as e:
+        raise RepoError(str(e)) from None
+
+
+def prepare(
+    rpms: list[InputFile],
+    root: Path,
+    epoch: int,
+    sign_key: str | None = None,
+    gnupghome: str | None = None,
+) -> RpmUpdate:
+    """Read and check every package, published and new, and make (and sign) the new
+    repodata in ``root/.repodata-XXXX``; nothing else is written."""
+    pool = root / "Packages"
+    record = read_record(pool)
+    if record is None:  # a pool an older gfxpack wrote: recorded as it is
+        files = sorted(pool.glob("*.rpm")) if pool.is_dir() else []
+        record = {p.name: {"size": (d := digest(p))[0], "sha256": d[1]} for p in files}
+        record = {name: entry | {"stamp": stamp(pool / name)} for name, entry in record.items()}
+    else:
+        record = {name: check_published(pool, name, entry) for name, entry in record.items()}
+    packages = {name: _package(pool / name, name) for name in record}
+    added = []
+    for rpm in rpms:
+        published = record.get(rpm.name)
+        if published is None:
+            packages[rpm.name] = _package(rpm.path, rpm.name)
+            record[rpm.name] = {"size": rpm.size, "sha256": rpm.sha256}
+            added.append(rpm)
+        elif published["sha256"] != rpm.sha256:
+            raise RepoError(
+                f"{pool / rpm.name} is already published with different contents; "
+                "a published version never changes (raise --release)"
+            )
+    seen: dict[str, str] = {}
+    for name in packages:  # the published files first, then the new ones
+        nevra = str(packages[name].nevra())
+        other = seen.setdefault(nevra, name)
+        if other != name:
+            raise RepoError(
+                f"{name}: {nevra} is already published as {pool / other}; "
+                "a published version never changes (raise --release)"
+            )
+    make_dirs(root)
+    staging = Path(tempfile.mkdtemp(prefix=".repodata-", dir=root))
+    try:
+        repomd = _metadata([packages[name] for name in sorted(packages)], staging, epoch)
+        signed = False
+        if sign_key:
+            signature = sign(repomd, sign_key, gnupghome, "repomd.xml", clear=False)
+            (staging / "repomd.xml.asc").write_bytes(signature)
+            signed = True
+        for path in staging.iterdir():
+            path.chmod(FILE_MODE)
+        staging.chmod(DIR_MODE)
+    except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
-    return {"format": "rpm", "added": [p.name for p in added], "packages": len(files)}
+        raise
+    return RpmUpdate(root, added, record, staging, signed)
+
+
+def _metadata(packages: list[cr.Package], staging: Path, epoch: int) -> bytes:
+    """primary, filelists and other of ``packages`` and their repomd.xml, in ``staging``."""
+    paths = {kind: staging / f"{kind}.xml.gz" for kind in KINDS}
+    primary = cr.PrimaryXmlFile(str(paths["primary"]))
+    filelists = cr.FilelistsXmlFile(str(paths["filelists"]))
+    other = cr.OtherXmlFile(str(paths["other"]))
+    xmls = (primary, filelists, other)
+    for xml in xmls:
+        xml.set_num_of_pkgs(len(packages))
+    for package in packages:
+        for xml in xmls:
+            xml.add_pkg(package)
+    for xml in xmls:
+        xml.close()
+    repomd = cr.Repomd()
+    repomd.set_revision(str(epoch))
+    for kind, path in paths.items():
+        record = cr.RepomdRecord(kind, str(path))
+        record.fill(cr.SHA256)
+        record.rename_file()  # <checksum>-<kind>.xml.gz, as createrepo_c names them
+        record.set_timestamp(epoch)
+        repomd.set_record(record)
+    data = str(repomd.xml_dump()).encode("utf-8")
+    (staging / "repomd.xml").write_bytes(data)
+    return data

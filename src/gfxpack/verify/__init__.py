@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gfxpack.verify import rules
+from gfxpack.verify.integrity import Keyring, mismatches
 from gfxpack.verify.resolution import Resolution, resolve
 from gfxpack.verify.rules import RULES, Violation
 from gfxpack.verify.system import VerifyError, read_system
@@ -35,6 +36,9 @@ class Report:
     violations: list[Violation] = field(default_factory=list)
     # What could not be checked: nothing failed, but a rule saw less than it should.
     warnings: list[str] = field(default_factory=list)
+    # how the indexes were vouched for, and how many package files --deep checked
+    trust: str = ""
+    files_checked: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -50,6 +54,8 @@ class Report:
             "install": self.install,
             "transaction": [s.as_dict() for s in resolution.steps] if resolution else [],
             "checked": self.checked,
+            "signatures": self.trust,
+            "files_checked": self.files_checked,
             "violations": [v.as_dict() for v in self.violations],
             "warnings": self.warnings,
             "ok": self.ok,
@@ -67,8 +73,14 @@ def verify(
     system: Path | None = None,
     suite: str | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    keyring: Path | None = None,
+    deep: bool = False,
 ) -> list[Report]:
-    """Resolve ``install`` and check every rule, for ``fmt`` or every format under ``root``."""
+    """Resolve ``install`` and check every rule, for ``fmt`` or every format under ``root``.
+
+    The indexes are checked against their Release or repomd.xml first, and their
+    signatures against ``keyring`` when given; ``deep`` checks every package file's
+    size and sha256 against its index too."""
     if not Path(root).is_dir():
         raise VerifyError(f"{root}: not a directory (give the --out directory of gfxpack repo)")
     present = formats_in(root)
@@ -84,13 +96,29 @@ def verify(
         )
     if system is not None and len(chosen) > 1:
         raise VerifyError("--system describes one format's packages: add --format deb or rpm")
-    return [_verify_format(root, f, install, system, suite, progress) for f in chosen]
+    keys = Keyring(keyring) if keyring is not None else None
+    return [_verify_format(root, f, install, system, suite, progress, keys, deep) for f in chosen]
 
 
 def _verify_format(
-    root: Path, fmt: str, install: list[str], system: Path | None, suite: str | None, progress
+    root: Path,
+    fmt: str,
+    install: list[str],
+    system: Path | None,
+    suite: str | None,
+    progress: Callable[[str, int, int], None] | None,
+    keyring: Keyring | None,
+    deep: bool,
 ) -> Report:
-    universe = load(root, fmt, read_system(system, fmt), suite)
+    universe = load(root, fmt, read_system(system, fmt), suite, keyring)
+    files_checked = None
+    if deep:
+        files = list(universe.package_files())
+        problems = mismatches(universe.root, iter(files))
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise VerifyError(f"{problems[0]}{more}: the repository was changed after publishing")
+        files_checked = len(files)
     index = rules.ArchIndex(universe)
     packages = universe.packages()
     report = Report(
@@ -101,6 +129,8 @@ def _verify_format(
         install,
         None,
         dict.fromkeys(RULES, 0),
+        trust=universe.trust,
+        files_checked=files_checked,
     )
     if not universe.has_file_lists:
         listing = "Contents" if fmt == "deb" else "filelists"

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import lzma
 import xml.etree.ElementTree as ET
+import zlib
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, reduce
 from pathlib import Path
@@ -30,6 +33,14 @@ import solv
 
 from gfxpack.relations import InvalidRelation, Relation, parse_field, render_deb
 from gfxpack.repo.debfile import parse_stanzas
+from gfxpack.verify.integrity import (
+    SHA256_HEX,
+    Keyring,
+    Listed,
+    checked_release,
+    checked_repomd,
+    read_repomd,
+)
 from gfxpack.verify.system import SystemPackage, VerifyError
 
 FORMATS = ("deb", "rpm")
@@ -70,10 +81,14 @@ class Universe:
     system_label: str
     # solvable id -> file of the package, relative to root (DEB; RPM asks libsolv)
     _locations: dict[int, str] = field(default_factory=dict)
-    _contents: list[Path] = field(default_factory=list)
+    _contents: list[tuple[Path, Path, Listed]] = field(default_factory=list)
     _filelists: Path | None = None
     # dependency id -> the relation as the format writes it (DEB; libsolv prints RPM syntax)
     dep_text: dict[int, str] = field(default_factory=dict)
+    # how the indexes were vouched for (signatures), in words
+    trust: str = ""
+    # solvable id -> (Size, SHA256) of its Packages stanza (DEB; RPM asks libsolv)
+    _listed: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     # solvable id -> ((dependency id, provider ids), ...) of its requirements; the
     # pool never changes once loaded, so each is asked of libsolv once.
@@ -131,6 +146,23 @@ class Universe:
         """Whether the repository says which files its packages install."""
         return bool(self._contents) if self.fmt == "deb" else self._filelists is not None
 
+    def package_files(self) -> Iterator[tuple[str, Listed]]:
+        """(path under root, size and sha256 the index gives) of every package file."""
+        for solvable in self.repo.solvables_iter():
+            where = self.location(solvable)
+            if self.fmt == "deb":
+                size, sha256 = self._listed[solvable.id]
+            else:
+                checksum = solvable.lookup_checksum(solv.SOLVABLE_CHECKSUM)
+                size = str(solvable.lookup_num(solv.SOLVABLE_DOWNLOADSIZE))
+                sha256 = checksum.hex() if checksum and checksum.typestr() == "sha256" else ""
+            if not size.isdigit() or not size.isascii() or not SHA256_HEX.match(sha256):
+                raise VerifyError(
+                    f"{self.label}: {solvable.name} ({solvable.evr}) has no size and sha256 "
+                    "in the index"
+                )
+            yield where, Listed(sha256, int(size))
+
     @cached_property
     def files(self) -> dict[int, frozenset[str]]:
         """Solvable id -> the paths it installs, for packages with any (directories
@@ -149,24 +181,38 @@ class Universe:
     @cached_property
     def _deb_files(self) -> dict[str, frozenset[str]]:
         owners: dict[str, set[str]] = defaultdict(set)
-        for contents in self._contents:
-            with gzip.open(contents, "rt", encoding="utf-8") as text:
+        for contents, release, listed in self._contents:
+            data = _verified(contents, release, "sha256", listed.sha256, "digest", listed.size)
+            # Read line by line: the text is many times the compressed size.
+            text = io.TextIOWrapper(gzip.GzipFile(fileobj=io.BytesIO(data)), "utf-8")
+            try:
                 for line in text:
                     path, _, locations = line.rstrip("\n").rpartition(" ")
                     for location in locations.split(","):
                         owners[location.rpartition("/")[2]].add("/" + path.strip())
+            except (OSError, EOFError, zlib.error, UnicodeDecodeError) as e:
+                raise VerifyError(f"{contents}: not a gzip-compressed UTF-8 text: {e}") from None
         return {name: frozenset(paths) for name, paths in owners.items()}
 
     @cached_property
     def _rpm_files(self) -> dict[tuple[str, str, str], frozenset[str]]:
-        files: dict[tuple[str, str, str], frozenset[str]] = {}
         if self._filelists is None:
-            return files
-        with gzip.open(self._filelists) as stream:
+            return {}
+        try:
+            return self._read_filelists(self._filelists)
+        except (OSError, EOFError, zlib.error, ET.ParseError) as e:
+            raise VerifyError(f"{self._filelists}: not a readable filelists: {e}") from None
+
+    @staticmethod
+    def _read_filelists(filelists: Path) -> dict[tuple[str, str, str], frozenset[str]]:
+        files: dict[tuple[str, str, str], frozenset[str]] = {}
+        with gzip.open(filelists) as stream:
             for _, element in ET.iterparse(stream):
                 if element.tag != f"{_FILELISTS_NS}package":
                     continue
                 version = element.find(f"{_FILELISTS_NS}version")
+                if version is None:
+                    raise VerifyError(f"{filelists}: a package without a version")
                 epoch, ver, rel = (version.get(k) for k in ("epoch", "ver", "rel"))
                 evr = f"{epoch + ':' if epoch not in (None, '0') else ''}{ver}-{rel}"
                 key = (element.get("name"), evr, element.get("arch"))
@@ -182,8 +228,10 @@ def load(
     fmt: str,
     system: tuple[str, list[SystemPackage]],
     suite: str | None = None,
+    keyring: Keyring | None = None,
 ) -> Universe:
-    """The repository of ``fmt`` under ``root`` and ``system`` in a fresh pool."""
+    """The repository of ``fmt`` under ``root`` and ``system`` in a fresh pool; its
+    signatures are checked against ``keyring`` when given."""
     located = locate(root, fmt)
     if located is None:
         marker = "dists/" if fmt == "deb" else "repodata/"
@@ -206,9 +254,9 @@ def load(
         for relation in package.depends:
             solvable.add_requires(deps.of(relation))
     if fmt == "deb":
-        universe.label = _load_apt(universe, suite, deps)
+        universe.label = _load_apt(universe, suite, deps, keyring)
     else:
-        _load_rpmmd(universe)
+        _load_rpmmd(universe, keyring)
     installed.internalize()
     repo.internalize()
     pool.addfileprovides()
@@ -266,27 +314,20 @@ class _DepIds:
 # --- apt ----------------------------------------------------------------------------------
 
 
-def _release_digests(release: Path) -> dict[str, tuple[str, int]]:
-    """name -> (sha256, size) from a Release file's SHA256 section."""
-    digests = {}
-    stanza = parse_stanzas(release.read_text("utf-8"))[0]
-    for line in stanza.get("SHA256", "").splitlines():
-        parts = line.split()
-        if len(parts) == 3:
-            digests[parts[2]] = (parts[0], int(parts[1]))
-    return digests
-
-
 def _verified(
     path: Path, index: Path, algorithm: str, digest: str, term: str, size: int | None = None
 ) -> bytes:
     """The bytes of ``path``, which ``index`` (Release or repomd.xml) lists with ``digest``
     (and ``size``); ``term`` is what that index calls its digests."""
+    if algorithm not in ("sha256", "sha512", "sha384", "sha224", "sha1", "md5"):
+        raise VerifyError(f"{index}: unknown {term} type {algorithm!r} for {path.name}")
     try:
+        if size is not None and path.stat().st_size != size:
+            raise VerifyError(f"{path}: not the {size} bytes {index} lists")
         data = path.read_bytes()
     except OSError as e:
         raise VerifyError(f"{path}: {e.strerror} ({index} lists it)") from None
-    if hashlib.new(algorithm, data).hexdigest() != digest or size not in (None, len(data)):
+    if hashlib.new(algorithm, data).hexdigest() != digest:
         raise VerifyError(
             f"{path}: does not match the {term} {index} lists "
             "(a half-updated repository? publish it again)"
@@ -295,7 +336,9 @@ def _verified(
 
 
 def _pick_suite(dists: Path, suite: str | None) -> str:
-    suites = sorted(d.name for d in dists.iterdir() if (d / "Release").is_file())
+    suites = sorted(
+        d.name for d in dists.iterdir() if (d / "Release").is_file() or (d / "InRelease").is_file()
+    )
     if suite is not None:
         if suite not in suites:
             raise VerifyError(f"{dists}: no suite {suite!r} (there are: {', '.join(suites)})")
@@ -308,11 +351,11 @@ def _pick_suite(dists: Path, suite: str | None) -> str:
     return suites[0]
 
 
-def _load_apt(universe: Universe, suite: str | None, deps: _DepIds) -> str:
+def _load_apt(universe: Universe, suite: str | None, deps: _DepIds, keyring: Keyring | None) -> str:
     dists = universe.root / "dists"
     suite = _pick_suite(dists, suite)
     release = dists / suite / "Release"
-    digests = _release_digests(release)
+    digests, universe.trust = checked_release(dists / suite, keyring)
     seen: set[str] = set()
     for name in sorted({n.rsplit("/", 1)[0] for n in digests if "/binary-" in n}):
         # Each binary-<arch> lists the arch-all packages again: read those once.
@@ -320,9 +363,14 @@ def _load_apt(universe: Universe, suite: str | None, deps: _DepIds) -> str:
             listed = f"{name}/Packages{suffix}"
             packages = dists / suite / listed
             if listed in digests and packages.exists():
-                sha256, size = digests[listed]
-                data = _verified(packages, release, "sha256", sha256, "digest", size)
-                text = decompress(data).decode("utf-8")
+                entry = digests[listed]
+                data = _verified(packages, release, "sha256", entry.sha256, "digest", entry.size)
+                try:
+                    text = decompress(data).decode("utf-8")
+                except (lzma.LZMAError, OSError, EOFError, zlib.error) as e:
+                    raise VerifyError(f"{packages}: cannot decompress: {e}") from None
+                except UnicodeDecodeError as e:
+                    raise VerifyError(f"{packages}: not UTF-8 ({e.reason})") from None
                 break
         else:
             raise VerifyError(f"{dists / suite / name}: no Packages index that {release} lists")
@@ -333,7 +381,7 @@ def _load_apt(universe: Universe, suite: str | None, deps: _DepIds) -> str:
             seen.add(filename)
             _add_deb(universe, stanza, deps, packages)
     universe._contents = [
-        dists / suite / n
+        (dists / suite / n, release, digests[n])
         for n in sorted(digests)
         if "/Contents-" in n and (dists / suite / n).exists()
     ]
@@ -351,6 +399,7 @@ def _add_deb(universe: Universe, stanza: dict[str, str], deps: _DepIds, index: P
         solvable, universe.pool, name, version, _arch(stanza.get("Architecture", "all"), "deb")
     )
     universe._locations[solvable.id] = stanza["Filename"]
+    universe._listed[solvable.id] = (stanza.get("Size", ""), stanza.get("SHA256", ""))
     adders = (
         (("Depends", "Pre-Depends"), solvable.add_requires),
         (("Recommends",), solvable.add_recommends),
@@ -373,14 +422,13 @@ def _add_deb(universe: Universe, stanza: dict[str, str], deps: _DepIds, index: P
 # --- rpm-md -------------------------------------------------------------------------------
 
 
-def _load_rpmmd(universe: Universe) -> None:
-    import createrepo_c as cr  # only the rpm side needs it
-
+def _load_rpmmd(universe: Universe, keyring: Keyring | None) -> None:
     repomd_path = universe.root / "repodata" / "repomd.xml"
+    universe.trust = checked_repomd(repomd_path.parent, keyring)
     try:
-        records = {r.type: r for r in cr.Repomd(str(repomd_path)).records}
-    except (OSError, cr.CreaterepoCError) as e:
-        raise VerifyError(f"{repomd_path}: not a readable repomd.xml: {e}") from None
+        records = read_repomd(repomd_path.read_bytes(), repomd_path)
+    except OSError as e:
+        raise VerifyError(f"{repomd_path}: cannot read: {e.strerror}") from None
     if "primary" not in records:
         raise VerifyError(f"{repomd_path}: lists no primary metadata")
     paths = {}
@@ -388,8 +436,8 @@ def _load_rpmmd(universe: Universe) -> None:
         record = records.get(kind)
         if record is None:
             continue
-        path = universe.root / record.location_href
-        _verified(path, repomd_path, record.checksum_type, record.checksum, "checksum")
+        path = universe.root / record.location
+        _verified(path, repomd_path, record.algorithm, record.digest, "checksum")
         paths[kind] = path
     stream = solv.xfopen(str(paths["primary"]))
     try:

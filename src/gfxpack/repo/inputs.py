@@ -1,0 +1,153 @@
+"""What a ``repo --in`` directory offers: its package files, checked before anything is
+published.
+
+A gfxpack build says which files it made, with their sizes and sha256, in its
+``index.json``; those must all be there, as plain regular files directly in the
+directory, with exactly those bytes. A directory without ``index.json`` that shows
+signs of an interrupted gfxpack build is refused; one of .deb/.rpm files made by
+other tools is accepted with a warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gfxpack.errors import GfxpackError
+
+INDEX = "index.json"
+# A package file name: one path component, no whitespace or control characters.
+FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~^%:-]*\.(deb|rpm)\Z")
+# What an interrupted or failed gfxpack build leaves behind.
+BUILD_LEFTOVERS = (".gfxpack-partial-*", f".{INDEX}.partial")
+
+
+class RepoError(GfxpackError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class InputFile:
+    path: Path
+    size: int
+    sha256: str
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def format(self) -> str:
+        return self.path.suffix[1:]
+
+
+def digest(path: Path) -> tuple[int, str]:
+    """(size, sha256) of a file, read in chunks."""
+    sha256 = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            sha256.update(chunk)
+            size += len(chunk)
+    return size, sha256.hexdigest()
+
+
+def _regular(path: Path, where: str) -> os.stat_result:
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        raise RepoError(f"{where}: {path.name} is not there") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+        raise RepoError(f"{path}: {kind}; only regular files are published")
+    return info
+
+
+def collect(build: Path, warn: Callable[[str], None]) -> list[InputFile]:
+    """The package files of one ``--in`` directory, each checked (see the module)."""
+    try:
+        if not build.is_dir():
+            raise RepoError(f"{build}: not a directory (give the --out directory of gfxpack build)")
+        if (build / INDEX).exists() or (build / INDEX).is_symlink():
+            return _from_index(build)
+        return _without_index(build, warn)
+    except OSError as e:
+        raise RepoError(f"{build}: cannot read: {e.strerror}") from None
+
+
+def _from_index(build: Path) -> list[InputFile]:
+    index = build / INDEX
+    _regular(index, str(build))
+    try:
+        listed = json.loads(index.read_bytes())["files"]
+        entries = [(item["file"], item["size"], item["sha256"]) for item in listed]
+    except KeyError as e:
+        raise RepoError(f"{index}: not a gfxpack build index (no {e.args[0]!r} key)") from None
+    except (ValueError, TypeError, RecursionError) as e:
+        raise RepoError(f"{index}: not a gfxpack build index ({e})") from None
+    files = []
+    missing = []
+    for number, (name, size, sha256) in enumerate(entries):
+        where = f"{index}: files[{number}]"
+        if not isinstance(name, str) or not FILE_NAME.match(name):
+            raise RepoError(
+                f"{where}: {name!r} is not a package file name inside {build} "
+                "(one .deb or .rpm name, no directories)"
+            )
+        if not isinstance(size, int) or not isinstance(sha256, str):
+            raise RepoError(f"{where}: size and sha256 must be a number and a string")
+        path = build / name
+        if not path.exists() and not path.is_symlink():
+            missing.append(name)
+            continue
+        info = _regular(path, str(index))
+        if info.st_size != size:
+            problem = f"size {info.st_size}, not {size}"
+        elif digest(path)[1] != sha256:
+            problem = "its sha256 differs"
+        else:
+            problem = ""
+        if problem:
+            raise RepoError(
+                f"{path}: does not match {index} ({problem}); an interrupted or failed "
+                "build? build again"
+            )
+        files.append(InputFile(path, size, sha256))
+    if missing:
+        raise RepoError(
+            f"{index} lists {len(missing)} file(s) that are not there, e.g. {missing[0]} "
+            "(an interrupted or failed build? build again)"
+        )
+    return files
+
+
+def _without_index(build: Path, warn: Callable[[str], None]) -> list[InputFile]:
+    leftovers = sorted(p.name for pattern in BUILD_LEFTOVERS for p in build.glob(pattern))
+    if leftovers:
+        raise RepoError(
+            f"{build}: no {INDEX}, and {leftovers[0]} is left: an interrupted or failed "
+            "gfxpack build; build again"
+        )
+    candidates = sorted(p for p in build.iterdir() if p.suffix in (".deb", ".rpm"))
+    if not candidates:
+        raise RepoError(f"{build}: no .deb or .rpm files and no {INDEX}")
+    files = []
+    for path in candidates:
+        if not FILE_NAME.match(path.name):
+            raise RepoError(
+                f"{build}: {path.name!r} is not a package file name "
+                "(letters, digits and ._+~^%:- only)"
+            )
+        _regular(path, str(build))
+        files.append(InputFile(path, *digest(path)))
+    warn(
+        f"{build}: no {INDEX}, so not a gfxpack build; publishing its "
+        f"{len(files)} package file(s) as they are"
+    )
+    return files
