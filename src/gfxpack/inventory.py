@@ -20,7 +20,7 @@ from gfxpack import views
 from gfxpack.errors import GfxpackError
 from gfxpack.plan import ReleasePlan, render
 from gfxpack.relations import InvalidRelation, parse_field, render_deb
-from gfxpack.repo.debfile import InvalidDeb, parse_stanzas, read_deb
+from gfxpack.repo.debfile import InvalidDeb, read_deb
 from gfxpack.verify.rules import arch_of
 
 INDEX = "index.json"
@@ -177,15 +177,11 @@ def read_package(path: Path, fmt: str, kind: str | None, root: Path | None = Non
 
 def _read_deb(path: Path, kind: str | None, download: int) -> Package:
     try:
-        control_text, paths = read_deb(str(path))
+        deb = read_deb(str(path))  # checks the ar structure and the control grammar
     except InvalidDeb as e:
         raise InventoryError(str(e)) from None
-    except (ValueError, EOFError) as e:  # a corrupt ar header or control text
-        raise InventoryError(f"{path}: not a readable Debian package: {e}") from None
-    control = parse_stanzas(control_text)[0] if control_text.strip() else {}
-    name, version = control.get("Package"), control.get("Version")
-    if not name or not version:
-        raise InventoryError(f"{path}: control file without Package or Version")
+    control, paths = deb.fields, deb.paths
+    name, version = deb.name, deb.version
 
     def field(*names: str) -> tuple[str, ...]:
         texts = [control[n] for n in names if control.get(n)]
