@@ -83,8 +83,8 @@ def test_repo_strict_refuses_a_directory_without_index(example_release, tmp_path
     relaxed = invoke("repo", "--in", str(loose), "--out", str(tmp_path / "relaxed"))
     assert relaxed.exit_code == 0, relaxed.stderr
     assert relaxed.stderr == (
-        f"warning: {loose}: no index.json (not a gfxpack build directory): publishing its "
-        "1 .deb/.rpm file(s) as they are\n"
+        f"warning: {loose}: no index.json, so not a gfxpack build; publishing its "
+        "1 package file(s) as they are\n"
     )
     strict = invoke("repo", "--in", str(loose), "--out", str(out), "--strict")
     assert strict.exit_code == 1
