@@ -28,10 +28,13 @@ Every malformed input raises :class:`InvalidKpack` naming the file.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import os
 import re
 import struct
+import sys
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -42,6 +45,7 @@ from typing import Any, BinaryIO
 import msgpack
 import zstandard
 
+from gfxpack._gc import paused_gc
 from gfxpack.errors import GfxpackError
 from gfxpack.regular_files import open_regular, read_regular
 
@@ -273,7 +277,8 @@ class KpackReader:
         self._size = file.seek(0, os.SEEK_END)
         self._frames: list[int] | None = None
         self._digests: dict[int, tuple[int, str]] = {}  # ordinal -> (size, sha256)
-        self._load()
+        with paused_gc():  # a TOC of 10^5 entries is as many small acyclic values
+            self._load()
 
     @classmethod
     def open(
@@ -325,10 +330,7 @@ class KpackReader:
                 f"(the blob starts at {BLOB_START}, the file has {self._size} bytes)"
             )
         self.toc_offset = toc_offset
-        try:
-            toc = msgpack.unpackb(self._pread(toc_offset, self._size - toc_offset), raw=False)
-        except (ValueError, TypeError, msgpack.UnpackException) as e:
-            raise self._fail(f"TOC at offset {toc_offset} is not MessagePack ({e})") from None
+        toc, entries = self._read_toc(toc_offset)
         if not isinstance(toc, dict):
             raise self._fail(f"TOC is a {type(toc).__name__}, expected a map")
         for key, kind in _REQUIRED.items():
@@ -355,10 +357,50 @@ class KpackReader:
                 f"unknown compression_scheme {self.compression!r} "
                 "(expected 'none' or 'zstd-per-kernel')"
             )
-        self.kernels = self._load_entries(toc["toc"], count)
-        self._by_key: dict[str, dict[str, Kernel]] = {}
-        for kernel in self.kernels:
-            self._by_key.setdefault(kernel.toc_key, {})[kernel.arch] = kernel
+        for kernel in entries:
+            if kernel.ordinal >= count:
+                raise self._fail(
+                    f"TOC entry {kernel.toc_key!r} for {kernel.arch!r}: ordinal "
+                    f"{kernel.ordinal} is past the blob ({count} code objects)"
+                )
+        entries.sort(key=lambda k: (k.toc_key, k.arch))
+        self.kernels = entries  # sorted: a key's entries are found by bisection
+
+    def _read_toc(self, toc_offset: int) -> tuple[Any, list[Kernel]]:
+        """The TOC's fields, with its ``toc`` map turned into kernels one key at a time:
+        the decoded map of a large archive is never held whole beside its kernels."""
+        self._file.seek(toc_offset)
+        unpacker = msgpack.Unpacker(self._file, raw=False, read_size=_CHUNK)
+        toc: dict[str, Any] = {}
+        entries: list[Kernel] = []
+        try:
+            try:
+                fields = unpacker.read_map_header()
+            except ValueError:  # not a map: decode it whole to say what it is
+                self._file.seek(toc_offset)
+                return msgpack.unpackb(self._file.read(), raw=False), []
+            for _ in range(fields):
+                key = unpacker.unpack()
+                if not isinstance(key, str):
+                    raise ValueError(f"a map key is {key!r}, expected a string")
+                if key != "toc":
+                    toc[key] = unpacker.unpack()
+                    continue
+                try:
+                    count = unpacker.read_map_header()
+                except ValueError:
+                    raise self._fail("TOC 'toc' is not a map of keys") from None
+                for _ in range(count):
+                    toc_key = unpacker.unpack()
+                    self._add_entries(toc_key, unpacker.unpack(), entries)
+                toc[key] = {}
+            if unpacker.tell() != self._size - toc_offset:
+                raise ValueError(f"{self._size - toc_offset - unpacker.tell()} bytes after it")
+        except InvalidKpack:
+            raise
+        except (ValueError, TypeError, msgpack.UnpackException) as e:
+            raise self._fail(f"TOC at offset {toc_offset} is not MessagePack ({e})") from None
+        return toc, entries
 
     def _load_blobs(self, toc: dict[str, Any]) -> int:
         blobs = toc.get("blobs")
@@ -395,66 +437,75 @@ class KpackReader:
         self._decompressor = zstandard.ZstdDecompressor()
         return int(count)
 
-    def _load_entries(self, entries: dict[Any, Any], count: int) -> list[Kernel]:
-        kernels = []
-        for toc_key, arches in entries.items():
-            if not isinstance(toc_key, str) or not isinstance(arches, dict):
-                raise self._fail(f"TOC entry {toc_key!r} is not a map of arches")
-            for arch, entry in arches.items():
-                where = f"TOC entry {toc_key!r} for {arch!r}"
-                if not isinstance(arch, str):
-                    raise self._fail(f"{where}: the arch must be a string")
-                if not isinstance(entry, dict):
-                    raise self._fail(f"{where} is {entry!r}, expected a map")
-                for key in ("type", "ordinal", "original_size"):
-                    if key not in entry:
-                        raise self._fail(f"{where} has no {key!r}")
-                ordinal, size = entry["ordinal"], entry["original_size"]
-                if not (_is_count(ordinal) and _is_count(size)):
-                    raise self._fail(f"{where}: ordinal and original_size must be integers >= 0")
-                if ordinal >= count:
-                    raise self._fail(
-                        f"{where}: ordinal {ordinal} is past the blob ({count} code objects)"
-                    )
-                digest = entry.get(DIGEST)
-                if digest is not None and not (isinstance(digest, str) and _SHA256.match(digest)):
-                    raise self._fail(f"{where}: {DIGEST} must be 64 lowercase hex digits")
-                kernels.append(
-                    Kernel(
-                        toc_key,
-                        arch,
-                        ordinal,
-                        size,
-                        entry["type"],
-                        entry.get("metadata"),
-                        digest,
-                    )
+    def _add_entries(self, toc_key: Any, arches: Any, into: list[Kernel]) -> None:
+        """The entries of one TOC key, checked, appended to ``into``."""
+        if not isinstance(toc_key, str) or not isinstance(arches, dict):
+            raise self._fail(f"TOC entry {toc_key!r} is not a map of arches")
+        for arch, entry in arches.items():
+            if not isinstance(arch, str):
+                raise self._fail(f"TOC entry {toc_key!r}: arch {arch!r} is not a string")
+            if not isinstance(entry, dict):
+                raise self._fail(f"TOC entry {toc_key!r} for {arch!r} is {entry!r}, expected a map")
+            try:
+                kind, ordinal, size = entry["type"], entry["ordinal"], entry["original_size"]
+            except KeyError as e:
+                raise self._fail(
+                    f"TOC entry {toc_key!r} for {arch!r} has no {e.args[0]!r}"
+                ) from None
+            if not (_is_count(ordinal) and _is_count(size)):
+                raise self._fail(
+                    f"TOC entry {toc_key!r} for {arch!r}: ordinal and original_size must be "
+                    "integers >= 0"
                 )
-        kernels.sort(key=lambda k: (k.toc_key, k.arch))
-        return kernels
+            digest = entry.get(DIGEST)
+            if digest is not None and not (type(digest) is str and _SHA256.match(digest)):
+                raise self._fail(
+                    f"TOC entry {toc_key!r} for {arch!r}: {DIGEST} must be 64 lowercase hex digits"
+                )
+            # Arches and types repeat on every entry: share one string of each.
+            into.append(
+                Kernel(
+                    toc_key,
+                    _shared(arch),
+                    ordinal,
+                    size,
+                    _shared(kind) if type(kind) is str else kind,
+                    entry.get("metadata"),
+                    digest,
+                )
+            )
 
     # Lookups.
 
     def find(self, toc_key: str, arch: str | None = None) -> Kernel:
         """The entry for a key, and an arch unless the key has only one."""
-        arches = self._by_key.get(toc_key)
-        if arches is None:
+        found = self._entries_of(toc_key)
+        if not found:
             raise self._fail(f"no code object {toc_key!r} (see 'gfxpack kpack list')")
         if arch is None:
-            if len(arches) != 1:
+            if len(found) != 1:
                 raise self._fail(
-                    f"{toc_key!r} exists for {', '.join(sorted(arches))}: give an arch"
+                    f"{toc_key!r} exists for {', '.join(k.arch for k in found)}: give an arch"
                 )
-            return next(iter(arches.values()))
-        if arch not in arches:
-            raise self._fail(
-                f"no code object {toc_key!r} for {arch} (has {', '.join(sorted(arches))})"
-            )
-        return arches[arch]
+            return found[0]
+        for kernel in found:
+            if kernel.arch == arch:
+                return kernel
+        raise self._fail(
+            f"no code object {toc_key!r} for {arch} (has {', '.join(k.arch for k in found)})"
+        )
 
     def arches_of(self, toc_key: str) -> list[str]:
         """The arches a key is stored for, sorted; empty when the key is absent."""
-        return sorted(self._by_key.get(toc_key, ()))
+        return [k.arch for k in self._entries_of(toc_key)]
+
+    def _entries_of(self, toc_key: str) -> list[Kernel]:
+        """A key's entries, by arch: a bisection of the sorted kernels, no index to hold."""
+        start = bisect.bisect_left(self.kernels, toc_key, key=_key_of)
+        end = start
+        while end < len(self.kernels) and self.kernels[end].toc_key == toc_key:
+            end += 1
+        return self.kernels[start:end]
 
     @property
     def has_digests(self) -> bool:
@@ -469,19 +520,24 @@ class KpackReader:
         return b"".join(self._chunks(kernel))
 
     def digest(self, kernel: Kernel) -> str:
-        """The sha256 of one object's bytes, streamed: its frame is decompressed once
-        however many entries share its ordinal."""
+        """The sha256 of one object's bytes, streamed; remembered per ordinal, so a frame
+        is decompressed once however many entries share it."""
+        return self._digest(kernel, remember=True)
+
+    def _digest(self, kernel: Kernel, remember: bool) -> str:
         known = self._digests.get(kernel.ordinal)
-        if known is None:
-            sha = hashlib.sha256()
-            size = 0
-            for chunk in self._chunks(kernel):
-                sha.update(chunk)
-                size += len(chunk)
-            known = self._digests[kernel.ordinal] = (size, sha.hexdigest())
-        elif known[0] != kernel.original_size:
-            raise self._size_differs(kernel, known[0])
-        return known[1]
+        if known is not None:
+            if known[0] != kernel.original_size:
+                raise self._size_differs(kernel, known[0])
+            return known[1]
+        sha = hashlib.sha256()
+        size = 0
+        for chunk in self._chunks(kernel):
+            sha.update(chunk)
+            size += len(chunk)
+        if remember:
+            self._digests[kernel.ordinal] = (size, sha.hexdigest())
+        return sha.hexdigest()
 
     def _size_differs(self, kernel: Kernel, actual: int) -> InvalidKpack:
         return self._fail(
@@ -592,9 +648,14 @@ class KpackReader:
             if self._frames is not None and self._frames != walked:
                 raise self._fail(f"{FRAME_OFFSETS} disagrees with the frame size prefixes")
             self._frames = walked
+        # Remember only the digests of frames several entries share: memory for the
+        # listing of a large archive stays at its TOC.
+        ordinals = sorted(kernel.ordinal for kernel in self.kernels)
+        shared = {a for a, b in itertools.pairwise(ordinals) if a == b}
+        del ordinals
         differing: list[tuple[Kernel, str]] = []
         for kernel in self.kernels:
-            digest = self.digest(kernel)
+            digest = self._digest(kernel, remember=kernel.ordinal in shared)
             if kernel.sha256 is not None and kernel.sha256 != digest:
                 differing.append((kernel, digest))
             yield kernel, digest
@@ -619,6 +680,13 @@ def _frame_bound(size: int) -> int:
     """An upper bound on the zstd frame of ``size`` bytes: ZSTD_compressBound plus room
     for a frame header, a checksum and block headers."""
     return size + (size >> 8) + (128 << 10 >> 11) + 1024
+
+
+_shared = sys.intern
+
+
+def _key_of(kernel: Kernel) -> str:
+    return kernel.toc_key
 
 
 def _is_count(value: Any) -> bool:
