@@ -23,6 +23,7 @@ from gfxpack.descriptors.jsonc import JsoncError, loads
 from gfxpack.descriptors.loader import LoadResult, load_validated
 from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
 from gfxpack.descriptors.walk import descriptor_files
+from gfxpack.regular_files import read_regular
 
 _VERSION = re.compile(r"^([0-9]{1,9})\.([0-9]{1,9})$")
 
@@ -109,7 +110,7 @@ def lowest_version(document: dict, suffix: str) -> str | None:
 def lint_file(path: str | Path, suffix: str) -> FileReport:
     report = FileReport(str(path), suffix)
     try:
-        document = loads(Path(path).read_bytes())
+        document = loads(read_regular(path))
     except (OSError, JsoncError) as e:
         report.schema_errors.append(f"cannot be read: {e}")
         return report
