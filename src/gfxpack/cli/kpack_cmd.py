@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -229,7 +230,8 @@ def _write_atomically(path: Path, data: bytes) -> None:
             ) from None
         raise GfxpackError(f"cannot write {path}: {e.strerror or e}") from None
     finally:
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # nothing was created where nothing can be
+            temporary.unlink()
 
 
 @kpack_group.command("verify")
