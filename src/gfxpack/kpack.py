@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeGuard
 
 import msgpack
 import zstandard
@@ -77,7 +77,7 @@ _REQUIRED = {
 class InvalidKpack(GfxpackError, ValueError):
     """A .kpack file that is not well formed, or a lookup it cannot answer."""
 
-    def __init__(self, path: str | os.PathLike, problem: str):
+    def __init__(self, path: str | os.PathLike[str], problem: str):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{path}: {problem}")
@@ -201,7 +201,7 @@ class KpackWriter:
     def __enter__(self) -> KpackWriter:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
             self.close()
 
@@ -230,7 +230,7 @@ def read_code_object(path: str | os.PathLike[str]) -> bytes:
 
 
 def write_kpack(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     kernels: Iterable[tuple[str, bytes | Path]],
     group: str,
     arch: str,
@@ -689,5 +689,5 @@ def _key_of(kernel: Kernel) -> str:
     return kernel.toc_key
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -25,7 +25,7 @@ def kpack_group() -> None:
     """Create, list, extract and verify .kpack device-code archives."""
 
 
-class ByteSize(click.ParamType):
+class ByteSize(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
     """A size in bytes: 1073741824, 512M, 2G, 2GiB (powers of 1024)."""
 
     name = "SIZE"
