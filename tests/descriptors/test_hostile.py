@@ -196,7 +196,14 @@ def test_a_fifo_named_as_a_descriptor_is_not_opened(tmp_path):
     for command in ("list-engines", "lint"):
         result = gfxpack("descriptors", command, "--root", str(tmp_path))
         assert "Traceback" not in result.stderr
-    assert "test:EngineA" in gfxpack("descriptors", "list-engines", "--root", str(tmp_path)).stdout
+    listed = gfxpack("descriptors", "list-engines", "--root", str(tmp_path))
+    assert "test:EngineA" in listed.stdout
+    assert f'WARN D106: "{tmp_path}/stuck.kdp.json" is not a regular file (a FIFO); skipping' in (
+        listed.stderr
+    )
+    assert (
+        f'WARN D106: "{tmp_path}/linked.ukd.json" is not a regular file (a FIFO)' in listed.stderr
+    )
 
 
 def test_a_fifo_as_a_kpack_library_drops_its_pack(tmp_path):
