@@ -677,9 +677,9 @@ class KpackReader:
 
 
 def _frame_bound(size: int) -> int:
-    """An upper bound on the zstd frame of ``size`` bytes: ZSTD_compressBound plus room
-    for a frame header, a checksum and block headers."""
-    return size + (size >> 8) + (128 << 10 >> 11) + 1024
+    """An upper bound on the zstd frame of ``size`` bytes: ZSTD_compressBound (the size,
+    1/256 of it, and at most 64 bytes more for small inputs) plus 1 KiB of slack."""
+    return size + (size >> 8) + 64 + 1024
 
 
 _shared = sys.intern
