@@ -298,8 +298,8 @@ def test_create_refuses_a_fifo_input(tmp_path):
 def unwritable(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     (tmp_path / "file").write_text("x")
     return {
-        "missing directory": (tmp_path / "nowhere/out.kpack", "does not exist"),
-        "parent is a file": (tmp_path / "file/out.kpack", "does not exist"),
+        "missing directory": (tmp_path / "nowhere/out.kpack", f"{tmp_path}/nowhere does not exist"),
+        "parent is a file": (tmp_path / "file/out.kpack", f"{tmp_path}/file is not a directory"),
         # /proc refuses new files even to root: a directory that is really read-only.
         "read-only directory": (Path("/proc/out.kpack"), ""),
     }

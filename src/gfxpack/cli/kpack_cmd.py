@@ -115,9 +115,7 @@ def kpack_create(
     if not TARGET.match(arch):
         raise GfxpackError(f"--arch {arch!r}: expected a GPU architecture such as gfx942")
     inputs = _kernel_inputs(files)
-    folder = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(folder):
-        raise GfxpackError(f"cannot write {out}: the directory {folder} does not exist")
+    _check_folder(Path(out))
     read = (_read_input(key, path) for key, path in inputs)
     try:
         kpack.write_kpack(out, read, group, arch, compression, level)
@@ -217,6 +215,14 @@ def kpack_extract(
     _write_atomically(Path(output), code)
 
 
+def _check_folder(path: Path) -> None:
+    """An output's directory must exist: say which one is missing, not just ENOENT."""
+    folder = path.absolute().parent
+    if not folder.is_dir():
+        why = "is not a directory" if folder.exists() else "does not exist"
+        raise GfxpackError(f"cannot write {path}: {folder} {why}")
+
+
 def _write_atomically(path: Path, data: bytes) -> None:
     """Write to a temporary name beside ``path``, then rename: never a half-written file."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
@@ -224,10 +230,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
         temporary.write_bytes(data)
         os.replace(temporary, path)
     except OSError as e:
-        if not path.parent.is_dir():
-            raise GfxpackError(
-                f"cannot write {path}: the directory {path.parent} does not exist"
-            ) from None
+        _check_folder(path)
         raise GfxpackError(f"cannot write {path}: {e.strerror or e}") from None
     finally:
         with contextlib.suppress(OSError):  # nothing was created where nothing can be
