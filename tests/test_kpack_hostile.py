@@ -222,6 +222,39 @@ def test_listing_reads_each_object_once():
     assert costs[1] < 8.5 * costs[0]
 
 
+def calls_made(function, *args):
+    """How many Python and C functions a call makes (a deterministic measure of work),
+    and its result."""
+    count = 0
+
+    def profile(frame, event, arg):
+        nonlocal count
+        if event in ("call", "c_call"):
+            count += 1
+
+    sys.setprofile(profile)
+    try:
+        result = function(*args)
+    finally:
+        sys.setprofile(None)
+    return count, result
+
+
+def test_kpack_list_work_is_linear_in_the_keys(tmp_path):
+    """The command as a whole (reader, digests, formatting): 8x the keys make at most
+    about 8x the calls, where any per-key rescan would make 64x."""
+    work = {}
+    for count in (200, 1600):
+        path = tmp_path / f"{count}.kpack"
+        path.write_bytes(listing_archive(count))
+        for form in ("text", "json"):
+            extra = ["--json"] if form == "json" else []
+            work[form, count], result = calls_made(run, "kpack", "list", *extra, str(path))
+            assert result.exit_code == 0 and result.stdout.count("stage/lib/") == count
+    for form in ("text", "json"):
+        assert work[form, 1600] < 9 * work[form, 200], work
+
+
 def test_kpack_list_streams_rows_before_it_fails(tmp_path):
     """A corrupt last object: every row before it is already printed when the error comes."""
     data = bytearray(listing_archive(50))
