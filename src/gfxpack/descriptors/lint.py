@@ -91,7 +91,7 @@ def schema_errors(document: object, suffix: str) -> list[str]:
     )
 
 
-def lowest_version(document: dict, suffix: str) -> str | None:
+def lowest_version(document: dict, suffix: str, valid_as_declared: bool = False) -> str | None:
     """The lowest minor of the document's major whose schema accepts it."""
     declared = (
         _minor(document.get("version", "")) if isinstance(document.get("version"), str) else None
@@ -101,6 +101,8 @@ def lowest_version(document: dict, suffix: str) -> str | None:
     for major, minor in sorted(schema_versions(suffix)):
         if major != declared[0]:
             continue
+        if (major, minor) == declared and valid_as_declared:
+            return f"{major}.{minor}"  # already validated once: a large file costs one pass
         candidate = {**document, "version": f"{major}.{minor}"}
         if schema_versions(suffix)[major, minor].is_valid(candidate):
             return f"{major}.{minor}"
@@ -118,7 +120,7 @@ def lint_file(path: str | Path, suffix: str) -> FileReport:
         report.declared = document["version"]
     report.schema_errors = schema_errors(document, suffix)
     if isinstance(document, dict):
-        report.needs = lowest_version(document, suffix)
+        report.needs = lowest_version(document, suffix, not report.schema_errors)
     return report
 
 
