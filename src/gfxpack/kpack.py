@@ -35,10 +35,9 @@ import os
 import re
 import struct
 import sys
+import threading
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any, BinaryIO, TypeGuard
 
@@ -209,19 +208,21 @@ class KpackWriter:
 _PARALLEL_HASH = 1 << 20  # below this, a second thread costs more than it saves
 
 
-@cache
-def _hasher() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="kpack-sha256")
-
-
 def _compress_and_hash(compressor: zstandard.ZstdCompressor, code: bytes) -> tuple[bytes, str]:
     """The zstd frame and sha256 of one object. Both release the GIL, so a large object
     is hashed on a second thread while it compresses: recording digests costs the
-    writer almost nothing on a machine with a spare core."""
+    writer little on a machine with a spare core. A thread per object, not a pool: a
+    pool created before a fork would leave a forked worker waiting on a dead thread."""
     if len(code) < _PARALLEL_HASH:
         return compressor.compress(code), hashlib.sha256(code).hexdigest()
-    digest = _hasher().submit(lambda: hashlib.sha256(code).hexdigest())
-    return compressor.compress(code), digest.result()
+    digest = hashlib.sha256()
+    hasher = threading.Thread(target=digest.update, args=(code,), name="kpack-sha256")
+    hasher.start()
+    try:
+        frame = compressor.compress(code)
+    finally:
+        hasher.join()
+    return frame, digest.hexdigest()
 
 
 def read_code_object(path: str | os.PathLike[str]) -> bytes:
