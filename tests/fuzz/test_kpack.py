@@ -9,6 +9,7 @@ import struct
 
 import msgpack
 import pytest
+import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -43,9 +44,35 @@ def seed(compression: str, objects: dict[tuple[str, str], bytes]) -> bytes:
     return out.getvalue()
 
 
+def sizeless_seed() -> bytes:
+    """As another writer may leave it: frames that do not declare their content size, no
+    frame index, no digests, two keys sharing one frame."""
+    compressor = zstandard.ZstdCompressor(write_content_size=False)
+    frames = [compressor.compress(b"\x7fELF" * 200), compressor.compress(b"")]
+    blob = struct.pack("<I", 2) + b"".join(struct.pack("<I", len(f)) + f for f in frames)
+    entries = {
+        "lib/a.so#0": {"gfx942": {"type": "hsaco", "ordinal": 0, "original_size": 800}},
+        "lib/b.so#0": {"gfx942": {"type": "hsaco", "ordinal": 0, "original_size": 800}},
+        "lib/c.so#0": {"gfx942": {"type": "hsaco", "ordinal": 1, "original_size": 0}},
+    }
+    toc = {
+        "format_version": 1,
+        "group_name": "g",
+        "gfx_arch_family": "gfx942",
+        "gfx_arches": ["gfx942"],
+        "compression_scheme": "zstd-per-kernel",
+        "toc": entries,
+        "zstd_offset": 64,
+        "zstd_size": len(blob),
+    }
+    header = struct.pack("<4sIQ", b"KPAK", 1, 64 + len(blob))
+    return header + bytes(48) + blob + msgpack.packb(toc, use_bin_type=True)
+
+
 SEEDS = [
     seed("zstd", {("lib/a.so#0", "gfx942"): b"\x7fELF" * 300, ("lib/a.so#0", "gfx950"): b"x"}),
     seed("none", {("lib/a.so#0", "gfx942"): b"\x7fELF" * 30, ("lib/b.so#0", "gfx942"): b""}),
+    sizeless_seed(),
 ]
 
 
