@@ -453,3 +453,15 @@ def test_a_malformed_recorded_digest_is_refused_on_open():
         InvalidKpack, match="TOC entry 'a#0' for 'gfx942': sha256 must be 64 lowercase hex digits"
     ):
         KpackReader(io.BytesIO(data), "t.kpack")
+
+
+def test_a_toc_repeating_a_key_is_refused():
+    """msgpack maps may repeat keys; a second 'toc' must not add (or replace) entries."""
+    good = written("zstd", {"a#0": b"a"})
+    toc_offset = struct.unpack_from("<Q", good, 8)[0]
+    toc = toc_of(good)
+    fields = [msgpack.packb(k) + msgpack.packb(v, use_bin_type=True) for k, v in toc.items()]
+    extra = msgpack.packb("toc") + msgpack.packb({"b#0": {"gfx942": entry(0, 1)}})
+    repeated = b"\xdf" + struct.pack(">I", len(fields) + 1) + b"".join(fields) + extra
+    with pytest.raises(InvalidKpack, match="TOC repeats the key 'toc'"):
+        KpackReader(io.BytesIO(good[:toc_offset] + repeated), "t.kpack")

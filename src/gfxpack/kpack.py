@@ -377,13 +377,15 @@ class KpackReader:
         try:
             try:
                 fields = unpacker.read_map_header()
-            except ValueError:  # not a map: decode it whole to say what it is
+            except ValueError:  # not a map: decode one value to say what it is
                 self._file.seek(toc_offset)
-                return msgpack.unpackb(self._file.read(), raw=False), []
+                return msgpack.Unpacker(self._file, raw=False, read_size=_CHUNK).unpack(), []
             for _ in range(fields):
                 key = unpacker.unpack()
                 if not isinstance(key, str):
                     raise ValueError(f"a map key is {key!r}, expected a string")
+                if key in toc:
+                    raise self._fail(f"TOC repeats the key {key!r}")
                 if key != "toc":
                     toc[key] = unpacker.unpack()
                     continue
