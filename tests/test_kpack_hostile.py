@@ -465,3 +465,16 @@ def test_a_toc_repeating_a_key_is_refused():
     repeated = b"\xdf" + struct.pack(">I", len(fields) + 1) + b"".join(fields) + extra
     with pytest.raises(InvalidKpack, match="TOC repeats the key 'toc'"):
         KpackReader(io.BytesIO(good[:toc_offset] + repeated), "t.kpack")
+
+
+def test_a_stored_object_claiming_8_gib_is_refused_by_the_limit_too():
+    data = with_toc(
+        written("none", {"a#0": b"x" * 100}),
+        lambda toc: toc["toc"]["a#0"]["gfx942"].update(original_size=8 * GiB),
+    )
+    reader = KpackReader(io.BytesIO(data), "t.kpack")
+    for read in (lambda: reader.read("a#0"), reader.verify):
+        with pytest.raises(
+            InvalidKpack, match="original_size 8,589,934,592 bytes exceeds the limit"
+        ):
+            read()

@@ -520,7 +520,10 @@ class KpackReader:
         return self.read_kernel(self.find(toc_key, arch))
 
     def read_kernel(self, kernel: Kernel) -> bytes:
-        return b"".join(self._chunks(kernel))
+        if self.compression == "none":  # one read, no pieces to join
+            offset, size = self._raw_blob(kernel)
+            return self._pread(offset, size)
+        return b"".join(self._chunks(kernel))  # one piece when the frame declares its size
 
     def digest(self, kernel: Kernel) -> str:
         """The sha256 of one object's bytes, streamed; remembered per ordinal, so a frame
@@ -550,23 +553,32 @@ class KpackReader:
     def _chunks(self, kernel: Kernel) -> Iterator[bytes]:
         """One object's bytes in pieces, checked against original_size and the size
         limit before anything is read."""
-        if kernel.original_size > self.max_object_size:
-            raise self._fail(
-                f"{kernel.label}: original_size {kernel.original_size:,} bytes exceeds the "
-                f"limit of {self.max_object_size:,} bytes per code object; refusing to read "
-                "it (raise the limit if the object is genuine)"
-            )
         if self.compression == "none":
-            offset, size = self._blobs[kernel.ordinal]
-            if size != kernel.original_size:
-                raise self._size_differs(kernel, size)
+            offset, size = self._raw_blob(kernel)
             end = offset + size
             while offset < end:
                 step = min(_CHUNK, end - offset)
                 yield self._pread(offset, step)
                 offset += step
         else:
+            self._check_limit(kernel)
             yield from self._decompress(kernel, self._frame(kernel))
+
+    def _check_limit(self, kernel: Kernel) -> None:
+        if kernel.original_size > self.max_object_size:
+            raise self._fail(
+                f"{kernel.label}: original_size {kernel.original_size:,} bytes exceeds the "
+                f"limit of {self.max_object_size:,} bytes per code object; refusing to read "
+                "it (raise the limit if the object is genuine)"
+            )
+
+    def _raw_blob(self, kernel: Kernel) -> tuple[int, int]:
+        """Where a stored object lies (scheme none), checked against its entry first."""
+        self._check_limit(kernel)
+        offset, size = self._blobs[kernel.ordinal]
+        if size != kernel.original_size:
+            raise self._size_differs(kernel, size)
+        return offset, size
 
     def _frame(self, kernel: Kernel) -> bytes:
         ordinal = kernel.ordinal
