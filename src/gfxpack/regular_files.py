@@ -3,7 +3,9 @@
 Opening a FIFO for reading blocks until a writer appears, and opening a device
 can have side effects, so a path is checked with ``stat`` before it is opened.
 The open itself is non-blocking and checked again with ``fstat``: a path
-swapped for a FIFO between the two calls still cannot hang the reader.
+swapped for a FIFO between the two calls still cannot hang the reader. A
+directory walk that has already classified its entries skips the first check
+(see :func:`read_regular`).
 """
 
 from __future__ import annotations
@@ -37,15 +39,8 @@ def _refuse(path: str | os.PathLike[str], mode: int) -> NotARegularFile:
     return NotARegularFile(errno.EINVAL, f"not a regular file ({file_kind(mode)})", os.fspath(path))
 
 
-def open_regular(path: str | os.PathLike[str], checked: bool = False) -> int:
-    """A read-only descriptor of ``path``, which must be a regular file (symlinks to one
-    count). ``checked=True`` skips the first ``stat`` when the caller already knows the
-    path named a regular file (a directory walk's entry); the ``fstat`` stays."""
-    if not checked:
-        mode = os.stat(path).st_mode
-        if not stat.S_ISREG(mode):
-            raise _refuse(path, mode)
-    fd = os.open(path, _FLAGS)
+def _fd_of_regular(fd: int, path: str | os.PathLike[str]) -> int:
+    """``fd`` when it is a regular file; otherwise closed, and refused."""
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -56,13 +51,39 @@ def open_regular(path: str | os.PathLike[str], checked: bool = False) -> int:
     return fd
 
 
+def open_regular(path: str | os.PathLike[str]) -> int:
+    """A read-only descriptor of ``path``, which must be a regular file (symlinks to one
+    count): checked before the open, so a FIFO or device is never opened, and after it,
+    so a path swapped in between is refused too."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise _refuse(path, mode)
+    return _fd_of_regular(os.open(path, _FLAGS), path)
+
+
 def read_regular(path: str | os.PathLike[str], checked: bool = False) -> bytes:
     """The whole content of a regular file, read through the os layer (a third faster
-    than ``open().read()`` for the many small files a descriptor tree holds)."""
-    fd = open_regular(path, checked)
+    than ``open().read()`` for the many small files a descriptor tree holds).
+
+    ``checked=True`` is for paths a directory walk has just classified as regular
+    files: the checks are then made only before a second read. A path swapped for
+    something else in between still cannot hang the reader: the open does not
+    block, a FIFO's read returns what is there, and anything that streams more than
+    one read's worth is refused before the next read."""
+    if not checked:
+        fd = open_regular(path)
+        return _read_all(fd, path, verified=True)
+    return _read_all(os.open(path, _FLAGS), path, verified=False)
+
+
+def _read_all(fd: int, path: str | os.PathLike[str], verified: bool) -> bytes:
     try:
         chunks = [os.read(fd, _CHUNK)]
         # A short read of a regular file is its end: most small files need one read.
+        if len(chunks[-1]) == _CHUNK and not verified:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise _refuse(path, mode)
         while len(chunks[-1]) == _CHUNK:
             chunks.append(os.read(fd, _CHUNK))
     finally:
