@@ -13,23 +13,40 @@ starts (``zstd_frame_offsets``, a key other readers ignore), so a lookup costs
 one TOC parse and one read whatever the archive's size; archives without it
 are indexed by walking the size prefixes once, as the spec describes.
 
+Nothing in an archive is trusted to size an allocation: a code object larger
+than the reader's ``max_object_size`` is refused before anything is read or
+decompressed, a frame is decompressed as a bounded stream when its header
+does not declare its size, and digests are computed chunk by chunk, so memory
+stays bounded by the largest single object whatever the archive claims.
+gfxpack's writer records each object's sha256 in its TOC entry (``sha256``,
+another key other readers ignore) so that :meth:`KpackReader.verify` checks
+content, not only structure.
+
+Only regular files are opened (a FIFO would block the reader forever).
 Every malformed input raises :class:`InvalidKpack` naming the file.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import os
+import re
 import struct
+import sys
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeGuard
 
 import msgpack
 import zstandard
 
+from gfxpack._gc import paused_gc
 from gfxpack.errors import GfxpackError
+from gfxpack.regular_files import open_regular, read_regular
 
 MAGIC = b"KPAK"
 CONTAINER_VERSION = 1
@@ -40,6 +57,12 @@ U32 = struct.Struct("<I")
 SCHEMES = {"none": "none", "zstd": "zstd-per-kernel"}
 DEFAULT_LEVEL = 3  # TheRock's level
 FRAME_OFFSETS = "zstd_frame_offsets"  # gfxpack's lookup index, optional
+DIGEST = "sha256"  # gfxpack's per-entry content digest, optional
+# The largest code object a reader decompresses unless told otherwise: far above any
+# real HSACO, far below what a forged original_size could make a reader allocate.
+DEFAULT_MAX_OBJECT_SIZE = 1 << 30
+_CHUNK = 1 << 20  # what one streamed read or decompression step holds
+_SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
 _REQUIRED = {
     "format_version": int,
     "group_name": str,
@@ -53,7 +76,7 @@ _REQUIRED = {
 class InvalidKpack(GfxpackError, ValueError):
     """A .kpack file that is not well formed, or a lookup it cannot answer."""
 
-    def __init__(self, path: str | os.PathLike, problem: str):
+    def __init__(self, path: str | os.PathLike[str], problem: str):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{path}: {problem}")
@@ -69,6 +92,11 @@ class Kernel:
     original_size: int
     type: str = "hsaco"
     metadata: Any = None
+    sha256: str | None = None  # as recorded in the TOC by gfxpack's writer
+
+    @property
+    def label(self) -> str:
+        return f"{self.toc_key!r} for {self.arch}"
 
 
 # --- writing -------------------------------------------------------------------------
@@ -127,10 +155,11 @@ class KpackWriter:
             entry["metadata"] = metadata
         position = self._out.tell()
         if self._compressor is None:
+            entry[DIGEST] = hashlib.sha256(code).hexdigest()
             self._locations.append({"offset": position, "size": len(code)})
             self._out.write(code)
         else:
-            frame = self._compressor.compress(code)
+            frame, entry[DIGEST] = _compress_and_hash(self._compressor, code)
             self._locations.append(position)
             self._out.write(U32.pack(len(frame)))
             self._out.write(frame)
@@ -171,13 +200,38 @@ class KpackWriter:
     def __enter__(self) -> KpackWriter:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
             self.close()
 
 
+_PARALLEL_HASH = 1 << 20  # below this, a second thread costs more than it saves
+
+
+def _compress_and_hash(compressor: zstandard.ZstdCompressor, code: bytes) -> tuple[bytes, str]:
+    """The zstd frame and sha256 of one object. Both release the GIL, so a large object
+    is hashed on a second thread while it compresses: recording digests costs the
+    writer little on a machine with a spare core. A thread per object, not a pool: a
+    pool created before a fork would leave a forked worker waiting on a dead thread."""
+    if len(code) < _PARALLEL_HASH:
+        return compressor.compress(code), hashlib.sha256(code).hexdigest()
+    digest = hashlib.sha256()
+    hasher = threading.Thread(target=digest.update, args=(code,), name="kpack-sha256")
+    hasher.start()
+    try:
+        frame = compressor.compress(code)
+    finally:
+        hasher.join()
+    return frame, digest.hexdigest()
+
+
+def read_code_object(path: str | os.PathLike[str]) -> bytes:
+    """A code-object file's bytes (a regular file only: a FIFO would block the writer)."""
+    return read_regular(path)
+
+
 def write_kpack(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     kernels: Iterable[tuple[str, bytes | Path]],
     group: str,
     arch: str,
@@ -194,7 +248,7 @@ def write_kpack(
     try:
         with open(temporary, "wb") as out, KpackWriter(out, group, arch, compression, level) as w:
             for toc_key, code in kernels:
-                w.add(toc_key, code if isinstance(code, bytes) else Path(code).read_bytes())
+                w.add(toc_key, code if isinstance(code, bytes) else read_code_object(code))
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
@@ -208,24 +262,36 @@ class KpackReader:
     """Reads a .kpack from an open binary file, or from a path via :meth:`open`.
 
     Opening validates the header and the TOC (keys, types, every ordinal and
-    blob range); code objects are read and checked only when asked for.
+    blob range); code objects are read and checked only when asked for, and
+    none larger than ``max_object_size`` bytes is read at all.
     """
 
-    def __init__(self, file: BinaryIO, name: str | os.PathLike | None = None):
+    def __init__(
+        self,
+        file: BinaryIO,
+        name: str | os.PathLike[str] | None = None,
+        max_object_size: int = DEFAULT_MAX_OBJECT_SIZE,
+    ):
         self._file = file
         self.name = str(name or getattr(file, "name", "<kpack>"))
+        self.max_object_size = max_object_size
         self._size = file.seek(0, os.SEEK_END)
         self._frames: list[int] | None = None
-        self._load()
+        self._digests: dict[int, tuple[int, str]] = {}  # ordinal -> (size, sha256)
+        with paused_gc():  # a TOC of 10^5 entries is as many small acyclic values
+            self._load()
 
     @classmethod
-    def open(cls, path: str | os.PathLike) -> KpackReader:
+    def open(
+        cls, path: str | os.PathLike[str], max_object_size: int = DEFAULT_MAX_OBJECT_SIZE
+    ) -> KpackReader:
+        """Open a regular file (a FIFO or device is refused without being opened)."""
         try:
-            file = open(path, "rb")  # noqa: SIM115 - closed by close() / the context manager
+            file = os.fdopen(open_regular(path), "rb")
         except OSError as e:
-            raise InvalidKpack(path, f"cannot open: {e.strerror}") from None
+            raise InvalidKpack(path, f"cannot open: {e.strerror or e}") from None
         try:
-            return cls(file, path)
+            return cls(file, path, max_object_size)
         except BaseException:
             file.close()
             raise
@@ -236,7 +302,7 @@ class KpackReader:
     def __enter__(self) -> KpackReader:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _fail(self, problem: str) -> InvalidKpack:
@@ -265,10 +331,7 @@ class KpackReader:
                 f"(the blob starts at {BLOB_START}, the file has {self._size} bytes)"
             )
         self.toc_offset = toc_offset
-        try:
-            toc = msgpack.unpackb(self._pread(toc_offset, self._size - toc_offset), raw=False)
-        except (ValueError, TypeError, msgpack.UnpackException) as e:
-            raise self._fail(f"TOC at offset {toc_offset} is not MessagePack ({e})") from None
+        toc, entries = self._read_toc(toc_offset)
         if not isinstance(toc, dict):
             raise self._fail(f"TOC is a {type(toc).__name__}, expected a map")
         for key, kind in _REQUIRED.items():
@@ -278,14 +341,14 @@ class KpackReader:
                 raise self._fail(f"TOC {key!r} is {toc[key]!r}, expected a {kind.__name__}")
         if toc["format_version"] != FORMAT_VERSION:
             raise self._fail(f"unsupported format_version {toc['format_version']} (expected 1)")
-        self.group = toc["group_name"]
-        self.arch_family = toc["gfx_arch_family"]
+        self.group: str = toc["group_name"]
+        self.arch_family: str = toc["gfx_arch_family"]
         if not all(isinstance(arch, str) for arch in toc["gfx_arches"]):
             raise self._fail(
                 f"TOC 'gfx_arches' is {toc['gfx_arches']!r}, expected a list of strings"
             )
-        self.arches = list(toc["gfx_arches"])
-        self.compression = toc["compression_scheme"]
+        self.arches: list[str] = list(toc["gfx_arches"])
+        self.compression: str = toc["compression_scheme"]
         if self.compression == "none":
             count = self._load_blobs(toc)
         elif self.compression == "zstd-per-kernel":
@@ -295,16 +358,58 @@ class KpackReader:
                 f"unknown compression_scheme {self.compression!r} "
                 "(expected 'none' or 'zstd-per-kernel')"
             )
-        self.kernels = self._load_entries(toc["toc"], count)
-        self._by_key: dict[str, dict[str, Kernel]] = {}
-        for kernel in self.kernels:
-            self._by_key.setdefault(kernel.toc_key, {})[kernel.arch] = kernel
+        for kernel in entries:
+            if kernel.ordinal >= count:
+                raise self._fail(
+                    f"TOC entry {kernel.toc_key!r} for {kernel.arch!r}: ordinal "
+                    f"{kernel.ordinal} is past the blob ({count} code objects)"
+                )
+        entries.sort(key=lambda k: (k.toc_key, k.arch))
+        self.kernels = entries  # sorted: a key's entries are found by bisection
 
-    def _load_blobs(self, toc: dict) -> int:
+    def _read_toc(self, toc_offset: int) -> tuple[Any, list[Kernel]]:
+        """The TOC's fields, with its ``toc`` map turned into kernels one key at a time:
+        the decoded map of a large archive is never held whole beside its kernels."""
+        self._file.seek(toc_offset)
+        unpacker = msgpack.Unpacker(self._file, raw=False, read_size=_CHUNK)
+        toc: dict[str, Any] = {}
+        entries: list[Kernel] = []
+        try:
+            try:
+                fields = unpacker.read_map_header()
+            except ValueError:  # not a map: decode one value to say what it is
+                self._file.seek(toc_offset)
+                return msgpack.Unpacker(self._file, raw=False, read_size=_CHUNK).unpack(), []
+            for _ in range(fields):
+                key = unpacker.unpack()
+                if not isinstance(key, str):
+                    raise ValueError(f"a map key is {key!r}, expected a string")
+                if key in toc:
+                    raise self._fail(f"TOC repeats the key {key!r}")
+                if key != "toc":
+                    toc[key] = unpacker.unpack()
+                    continue
+                try:
+                    count = unpacker.read_map_header()
+                except ValueError:
+                    raise self._fail("TOC 'toc' is not a map of keys") from None
+                for _ in range(count):
+                    toc_key = unpacker.unpack()
+                    self._add_entries(toc_key, unpacker.unpack(), entries)
+                toc[key] = {}
+            if unpacker.tell() != self._size - toc_offset:
+                raise ValueError(f"{self._size - toc_offset - unpacker.tell()} bytes after it")
+        except InvalidKpack:
+            raise
+        except (ValueError, TypeError, msgpack.UnpackException) as e:
+            raise self._fail(f"TOC at offset {toc_offset} is not MessagePack ({e})") from None
+        return toc, entries
+
+    def _load_blobs(self, toc: dict[str, Any]) -> int:
         blobs = toc.get("blobs")
         if not isinstance(blobs, list):
             raise self._fail("TOC has no 'blobs' list (scheme 'none')")
-        self._blobs = []
+        self._blobs: list[tuple[int, int]] = []
         for ordinal, blob in enumerate(blobs):
             offset = blob.get("offset") if isinstance(blob, dict) else None
             size = blob.get("size") if isinstance(blob, dict) else None
@@ -318,7 +423,7 @@ class KpackReader:
             self._blobs.append((offset, size))
         return len(self._blobs)
 
-    def _load_zstd(self, toc: dict) -> int:
+    def _load_zstd(self, toc: dict[str, Any]) -> int:
         start, size = toc.get("zstd_offset"), toc.get("zstd_size")
         if not (_is_count(start) and _is_count(size)):
             raise self._fail("TOC needs integer 'zstd_offset' and 'zstd_size' (zstd-per-kernel)")
@@ -333,70 +438,150 @@ class KpackReader:
         if isinstance(hint, list) and len(hint) == count and all(map(_is_count, hint)):
             self._frames = hint
         self._decompressor = zstandard.ZstdDecompressor()
-        return count
+        return int(count)
 
-    def _load_entries(self, entries: dict, count: int) -> list[Kernel]:
-        kernels = []
-        for toc_key, arches in entries.items():
-            if not isinstance(toc_key, str) or not isinstance(arches, dict):
-                raise self._fail(f"TOC entry {toc_key!r} is not a map of arches")
-            for arch, entry in arches.items():
-                where = f"TOC entry {toc_key!r} for {arch!r}"
-                if not isinstance(entry, dict):
-                    raise self._fail(f"{where} is {entry!r}, expected a map")
-                for key in ("type", "ordinal", "original_size"):
-                    if key not in entry:
-                        raise self._fail(f"{where} has no {key!r}")
-                ordinal, size = entry["ordinal"], entry["original_size"]
-                if not (_is_count(ordinal) and _is_count(size)):
-                    raise self._fail(f"{where}: ordinal and original_size must be integers >= 0")
-                if ordinal >= count:
-                    raise self._fail(
-                        f"{where}: ordinal {ordinal} is past the blob ({count} code objects)"
-                    )
-                kernels.append(
-                    Kernel(toc_key, arch, ordinal, size, entry["type"], entry.get("metadata"))
+    def _add_entries(self, toc_key: Any, arches: Any, into: list[Kernel]) -> None:
+        """The entries of one TOC key, checked, appended to ``into``."""
+        if not isinstance(toc_key, str) or not isinstance(arches, dict):
+            raise self._fail(f"TOC entry {toc_key!r} is not a map of arches")
+        for arch, entry in arches.items():
+            if not isinstance(arch, str):
+                raise self._fail(f"TOC entry {toc_key!r}: arch {arch!r} is not a string")
+            if not isinstance(entry, dict):
+                raise self._fail(f"TOC entry {toc_key!r} for {arch!r} is {entry!r}, expected a map")
+            try:
+                kind, ordinal, size = entry["type"], entry["ordinal"], entry["original_size"]
+            except KeyError as e:
+                raise self._fail(
+                    f"TOC entry {toc_key!r} for {arch!r} has no {e.args[0]!r}"
+                ) from None
+            if not (_is_count(ordinal) and _is_count(size)):
+                raise self._fail(
+                    f"TOC entry {toc_key!r} for {arch!r}: ordinal and original_size must be "
+                    "integers >= 0"
                 )
-        kernels.sort(key=lambda k: (k.toc_key, k.arch))
-        return kernels
+            digest = entry.get(DIGEST)
+            if digest is not None and not (type(digest) is str and _SHA256.match(digest)):
+                raise self._fail(
+                    f"TOC entry {toc_key!r} for {arch!r}: {DIGEST} must be 64 lowercase hex digits"
+                )
+            # Arches and types repeat on every entry: share one string of each.
+            into.append(
+                Kernel(
+                    toc_key,
+                    _shared(arch),
+                    ordinal,
+                    size,
+                    _shared(kind) if type(kind) is str else kind,
+                    entry.get("metadata"),
+                    digest,
+                )
+            )
 
     # Lookups.
 
     def find(self, toc_key: str, arch: str | None = None) -> Kernel:
         """The entry for a key, and an arch unless the key has only one."""
-        arches = self._by_key.get(toc_key)
-        if arches is None:
+        found = self._entries_of(toc_key)
+        if not found:
             raise self._fail(f"no code object {toc_key!r} (see 'gfxpack kpack list')")
         if arch is None:
-            if len(arches) != 1:
+            if len(found) != 1:
                 raise self._fail(
-                    f"{toc_key!r} exists for {', '.join(sorted(arches))}: give an arch"
+                    f"{toc_key!r} exists for {', '.join(k.arch for k in found)}: give an arch"
                 )
-            return next(iter(arches.values()))
-        if arch not in arches:
-            raise self._fail(
-                f"no code object {toc_key!r} for {arch} (has {', '.join(sorted(arches))})"
-            )
-        return arches[arch]
+            return found[0]
+        for kernel in found:
+            if kernel.arch == arch:
+                return kernel
+        raise self._fail(
+            f"no code object {toc_key!r} for {arch} (has {', '.join(k.arch for k in found)})"
+        )
+
+    def arches_of(self, toc_key: str) -> list[str]:
+        """The arches a key is stored for, sorted; empty when the key is absent."""
+        return [k.arch for k in self._entries_of(toc_key)]
+
+    def _entries_of(self, toc_key: str) -> list[Kernel]:
+        """A key's entries, by arch: a bisection of the sorted kernels, no index to hold."""
+        start = bisect.bisect_left(self.kernels, toc_key, key=_key_of)
+        end = start
+        while end < len(self.kernels) and self.kernels[end].toc_key == toc_key:
+            end += 1
+        return self.kernels[start:end]
+
+    @property
+    def has_digests(self) -> bool:
+        """Whether every entry carries a recorded sha256 (gfxpack's writer records them)."""
+        return bool(self.kernels) and all(k.sha256 is not None for k in self.kernels)
 
     def read(self, toc_key: str, arch: str | None = None) -> bytes:
         """One code object, decompressed alone and checked against original_size."""
         return self.read_kernel(self.find(toc_key, arch))
 
     def read_kernel(self, kernel: Kernel) -> bytes:
-        if self.compression == "none":
-            offset, size = self._blobs[kernel.ordinal]
-            data = self._pread(offset, size)
-        else:
-            data = self._decompress(kernel, self._frame(kernel.ordinal))
-        if len(data) != kernel.original_size:
-            raise self._fail(
-                f"{kernel.toc_key!r} for {kernel.arch}: {len(data)} bytes, "
-                f"original_size says {kernel.original_size}"
-            )
-        return data
+        if self.compression == "none":  # one read, no pieces to join
+            offset, size = self._raw_blob(kernel)
+            return self._pread(offset, size)
+        return b"".join(self._chunks(kernel))  # one piece when the frame declares its size
 
-    def _frame(self, ordinal: int) -> bytes:
+    def digest(self, kernel: Kernel) -> str:
+        """The sha256 of one object's bytes, streamed; remembered per ordinal, so a frame
+        is decompressed once however many entries share it."""
+        return self._digest(kernel, remember=True)
+
+    def _digest(self, kernel: Kernel, remember: bool) -> str:
+        known = self._digests.get(kernel.ordinal)
+        if known is not None:
+            if known[0] != kernel.original_size:
+                raise self._size_differs(kernel, known[0])
+            return known[1]
+        sha = hashlib.sha256()
+        size = 0
+        for chunk in self._chunks(kernel):
+            sha.update(chunk)
+            size += len(chunk)
+        if remember:
+            self._digests[kernel.ordinal] = (size, sha.hexdigest())
+        return sha.hexdigest()
+
+    def _size_differs(self, kernel: Kernel, actual: int) -> InvalidKpack:
+        return self._fail(
+            f"{kernel.label}: {actual} bytes, original_size says {kernel.original_size}"
+        )
+
+    def _chunks(self, kernel: Kernel) -> Iterator[bytes]:
+        """One object's bytes in pieces, checked against original_size and the size
+        limit before anything is read."""
+        if self.compression == "none":
+            offset, size = self._raw_blob(kernel)
+            end = offset + size
+            while offset < end:
+                step = min(_CHUNK, end - offset)
+                yield self._pread(offset, step)
+                offset += step
+        else:
+            self._check_limit(kernel)
+            yield from self._decompress(kernel, self._frame(kernel))
+
+    def _check_limit(self, kernel: Kernel) -> None:
+        if kernel.original_size > self.max_object_size:
+            raise self._fail(
+                f"{kernel.label}: original_size {kernel.original_size:,} bytes exceeds the "
+                f"limit of {self.max_object_size:,} bytes per code object; refusing to read "
+                "it (raise the limit if the object is genuine)"
+            )
+
+    def _raw_blob(self, kernel: Kernel) -> tuple[int, int]:
+        """Where a stored object lies (scheme none), checked against its entry first."""
+        self._check_limit(kernel)
+        offset, size = self._blobs[kernel.ordinal]
+        if size != kernel.original_size:
+            raise self._size_differs(kernel, size)
+        return offset, size
+
+    def _frame(self, kernel: Kernel) -> bytes:
+        ordinal = kernel.ordinal
         if self._frames is None:
             self._frames = list(self._walk_frames())
         prefix = self._frames[ordinal]
@@ -407,6 +592,14 @@ class KpackReader:
             raise self._fail(
                 f"frame {ordinal} (offset {prefix}, size {size}) overruns the zstd blob, which "
                 f"ends at {self._zstd_end}"
+            )
+        # zstd never needs much more than the input to store it: a larger frame cannot
+        # hold what original_size says, and reading it would cost memory for nothing.
+        bound = _frame_bound(kernel.original_size)
+        if size > bound:
+            raise self._fail(
+                f"{kernel.label}: frame {ordinal} has {size:,} bytes, more than a zstd frame "
+                f"of original_size {kernel.original_size:,} can need ({bound:,})"
             )
         return self._pread(prefix + U32.size, size)
 
@@ -426,8 +619,8 @@ class KpackReader:
                     f"{self._zstd_end}"
                 )
 
-    def _decompress(self, kernel: Kernel, frame: bytes) -> bytes:
-        label = f"{kernel.toc_key!r} for {kernel.arch}"
+    def _decompress(self, kernel: Kernel, frame: bytes) -> Iterator[bytes]:
+        label = kernel.label
         try:
             declared = zstandard.frame_content_size(frame)
         except zstandard.ZstdError as e:
@@ -438,23 +631,78 @@ class KpackReader:
                 f"{label}: frame decompresses to {declared} bytes, "
                 f"original_size says {kernel.original_size}"
             )
+        produced = 0
         try:
-            return self._decompressor.decompress(frame, max_output_size=kernel.original_size)
+            if declared != -1:  # known and within the limit: one call, one exact buffer
+                yield self._decompressor.decompress(frame)
+                return
+            # No declared size: a bounded stream, stopped as soon as it says too much.
+            with self._decompressor.stream_reader(frame) as stream:
+                while chunk := stream.read(min(_CHUNK, kernel.original_size - produced + 1)):
+                    produced += len(chunk)
+                    if produced > kernel.original_size:
+                        raise self._fail(
+                            f"{label}: frame decompresses to more than original_size "
+                            f"({kernel.original_size} bytes)"
+                        )
+                    yield chunk
         except zstandard.ZstdError as e:
             raise self._fail(f"{label}: corrupt zstd frame ({e})") from None
+        if produced != kernel.original_size:
+            raise self._fail(
+                f"{label}: frame decompresses to {produced} bytes, "
+                f"original_size says {kernel.original_size}"
+            )
 
-    def verify(self) -> list[tuple[Kernel, str]]:
-        """Decompress every code object; each with the sha256 of its bytes."""
+    def verified(self) -> Iterator[tuple[Kernel, str]]:
+        """Every code object with the sha256 of its bytes, streamed in key order; each
+        frame decompressed once. Content that differs from a digest the TOC records is
+        raised after the last object, naming every object and arch concerned."""
         if self.compression == "zstd-per-kernel":
             walked = list(self._walk_frames())
             if self._frames is not None and self._frames != walked:
                 raise self._fail(f"{FRAME_OFFSETS} disagrees with the frame size prefixes")
             self._frames = walked
-        return [
-            (kernel, hashlib.sha256(self.read_kernel(kernel)).hexdigest())
-            for kernel in self.kernels
-        ]
+        # Remember only the digests of frames several entries share: memory for the
+        # listing of a large archive stays at its TOC.
+        ordinals = sorted(kernel.ordinal for kernel in self.kernels)
+        shared = {a for a, b in itertools.pairwise(ordinals) if a == b}
+        del ordinals
+        differing: list[tuple[Kernel, str]] = []
+        for kernel in self.kernels:
+            digest = self._digest(kernel, remember=kernel.ordinal in shared)
+            if kernel.sha256 is not None and kernel.sha256 != digest:
+                differing.append((kernel, digest))
+            yield kernel, digest
+        if differing:
+            shown = "; ".join(
+                f"{k.label} has sha256 {digest}, the TOC records {k.sha256}"
+                for k, digest in differing[:5]
+            )
+            more = f"; and {len(differing) - 5} more" if len(differing) > 5 else ""
+            raise self._fail(
+                f"content differs from the recorded digest for {len(differing)} code "
+                f"object(s): {shown}{more}"
+            )
+
+    def verify(self) -> list[tuple[Kernel, str]]:
+        """Decompress every code object; each with the sha256 of its bytes (see
+        :meth:`verified`)."""
+        return list(self.verified())
 
 
-def _is_count(value: Any) -> bool:
+def _frame_bound(size: int) -> int:
+    """An upper bound on the zstd frame of ``size`` bytes: ZSTD_compressBound (the size,
+    1/256 of it, and at most 64 bytes more for small inputs) plus 1 KiB of slack."""
+    return size + (size >> 8) + 64 + 1024
+
+
+_shared = sys.intern
+
+
+def _key_of(kernel: Kernel) -> str:
+    return kernel.toc_key
+
+
+def _is_count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0

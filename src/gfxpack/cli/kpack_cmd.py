@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import re
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, ClassVar
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from gfxpack import kpack, views
+from gfxpack import kpack
 from gfxpack.cli import cli
 from gfxpack.cli.common import reports_errors
 from gfxpack.errors import GfxpackError
@@ -22,6 +25,44 @@ def kpack_group() -> None:
     """Create, list, extract and verify .kpack device-code archives."""
 
 
+class ByteSize(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
+    """A size in bytes: 1073741824, 512M, 2G, 2GiB (powers of 1024)."""
+
+    name = "SIZE"
+    _UNITS: ClassVar[dict[str, int]] = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
+    _SYNTAX = re.compile(r"^\s*(\d+)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        match = self._SYNTAX.match(str(value))
+        if match is None or int(match[1]) == 0:
+            self.fail(f"{value!r}: expected a size such as 1073741824, 512M or 2G", param, ctx)
+        return int(match[1]) << self._UNITS[match[2].lower()]
+
+
+def _max_object_size(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--max-object-size",
+        type=ByteSize(),
+        default=kpack.DEFAULT_MAX_OBJECT_SIZE,
+        show_default="1G",
+        help="Refuse any code object larger than this (its TOC entry's original_size), "
+        "before reading it: a forged size must not cost memory. Accepts K, M, G suffixes.",
+    )(command)
+
+
+def _open(archive: str, max_object_size: int = kpack.DEFAULT_MAX_OBJECT_SIZE) -> kpack.KpackReader:
+    return kpack.KpackReader.open(archive, max_object_size)
+
+
+def _read_input(key: str, path: Path) -> tuple[str, bytes]:
+    try:
+        return key, kpack.read_code_object(path)
+    except OSError as e:
+        raise GfxpackError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
 def _kernel_inputs(arguments: tuple[str, ...]) -> list[tuple[str, Path]]:
     """FILE or FILE=TOCKEY; the key defaults to the path as given."""
     inputs: dict[str, Path] = {}
@@ -29,8 +70,10 @@ def _kernel_inputs(arguments: tuple[str, ...]) -> list[tuple[str, Path]]:
         path, key = argument, argument
         if not os.path.exists(argument) and "=" in argument:
             path, key = argument.split("=", 1)
-        if not os.path.isfile(path):
+        if not os.path.exists(path):
             raise GfxpackError(f"{path}: no such file (give FILE or FILE=TOCKEY)")
+        if not os.path.isfile(path):
+            raise GfxpackError(f"{path}: not a regular file (give a code-object file)")
         if not key:
             raise GfxpackError(f"{argument}: empty TOC key after '='")
         if key in inputs:
@@ -60,7 +103,9 @@ def _kernel_inputs(arguments: tuple[str, ...]) -> list[tuple[str, Path]]:
     help="zstd level.",
 )
 @reports_errors
-def kpack_create(out, files, group, arch, compression, level):
+def kpack_create(
+    out: str, files: tuple[str, ...], group: str, arch: str, compression: str, level: int
+) -> None:
     """Write OUT.kpack from code-object files.
 
     Each FILE is stored under its path as given, or under TOCKEY with
@@ -70,7 +115,12 @@ def kpack_create(out, files, group, arch, compression, level):
     if not TARGET.match(arch):
         raise GfxpackError(f"--arch {arch!r}: expected a GPU architecture such as gfx942")
     inputs = _kernel_inputs(files)
-    kpack.write_kpack(out, inputs, group, arch, compression, level)
+    _check_folder(Path(out))
+    read = (_read_input(key, path) for key, path in inputs)
+    try:
+        kpack.write_kpack(out, read, group, arch, compression, level)
+    except OSError as e:
+        raise GfxpackError(f"cannot write {out}: {e.strerror or e}") from None
     raw = sum(path.stat().st_size for _, path in inputs)
     click.echo(
         f"wrote {out}: {len(inputs)} code objects, {raw:,} bytes in "
@@ -81,45 +131,61 @@ def kpack_create(out, files, group, arch, compression, level):
 @kpack_group.command("list")
 @click.argument("archive", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@_max_object_size
 @reports_errors
-def kpack_list(archive, as_json):
-    """List the code objects of an archive with their sizes and sha256 digests."""
-    with kpack.KpackReader.open(archive) as reader:
-        verified = reader.verify()
+def kpack_list(archive: str, as_json: bool, max_object_size: int) -> None:
+    """List the code objects of an archive with their sizes and sha256 digests.
+
+    Every object is decompressed to compute its digest (each shared frame once),
+    and rows are printed as they are computed: memory stays bounded by the largest
+    object, not the archive. A digest that differs from the one the TOC records is
+    an error after the listing.
+    """
+    with _open(archive, max_object_size) as reader:
+        rows = reader.verified()
         if as_json:
-            click.echo(
-                views.dumps(
-                    {
-                        "group": reader.group,
-                        "arches": reader.arches,
-                        "compression": reader.compression,
-                        "kernels": [
-                            {
-                                "toc_key": k.toc_key,
-                                "arch": k.arch,
-                                "size": k.original_size,
-                                "sha256": digest,
-                            }
-                            for k, digest in verified
-                        ],
-                    }
-                ),
-                nl=False,
-            )
-            return
-        table = Table(
-            "TOC key",
-            "arch",
-            "size",
-            "sha256",
-            title=(
-                f"{archive}: group {reader.group}, {reader.compression}, "
-                f"{len(verified)} code objects"
-            ),
+            _list_json(reader, rows)
+        else:
+            _list_text(archive, reader, rows)
+
+
+def _list_json(reader: kpack.KpackReader, rows: Iterator[tuple[kpack.Kernel, str]]) -> None:
+    """One JSON document, written an object at a time."""
+    head = {"group": reader.group, "arches": reader.arches, "compression": reader.compression}
+    out = _Echo()
+    out.write(json.dumps(head, indent=2)[:-2] + ',\n  "kernels": [')
+    separator = "\n"
+    for kernel, digest in rows:
+        entry = {
+            "toc_key": kernel.toc_key,
+            "arch": kernel.arch,
+            "size": kernel.original_size,
+            "sha256": digest,
+        }
+        out.write(separator + "    " + json.dumps(entry, ensure_ascii=False))
+        separator = ",\n"
+    out.write("\n  ]\n}\n" if separator != "\n" else "]\n}\n")
+
+
+class _Echo:
+    def write(self, text: str) -> None:
+        click.echo(text, nl=False)
+
+
+def _list_text(
+    archive: str, reader: kpack.KpackReader, rows: Iterator[tuple[kpack.Kernel, str]]
+) -> None:
+    """A header line, then one line per object: sha256, arch, size, key (the key last,
+    since it is the only column of unbounded width)."""
+    click.echo(
+        f"{archive}: group {reader.group}, {reader.compression}, {len(reader.kernels)} code objects"
+    )
+    width = max((len(k.arch) for k in reader.kernels), default=4)
+    click.echo(f"{'sha256':64}  {'arch':{width}}  {'size':>13}  TOC key")
+    for kernel, digest in rows:
+        click.echo(
+            f"{digest}  {kernel.arch:{width}}  {kernel.original_size:>13,}  {kernel.toc_key}"
         )
-        for kernel, digest in verified:
-            table.add_row(kernel.toc_key, kernel.arch, f"{kernel.original_size:,}", digest)
-        Console(width=200).print(table)
 
 
 @kpack_group.command("extract")
@@ -130,28 +196,95 @@ def kpack_list(archive, as_json):
     "-o",
     "--output",
     type=click.Path(dir_okay=False),
-    help="Write here (default: standard output, when it is not a terminal).",
+    help="Write here, atomically (default: standard output, when it is not a terminal).",
 )
+@_max_object_size
 @reports_errors
-def kpack_extract(archive, toc_key, arch, output):
+def kpack_extract(
+    archive: str, toc_key: str, arch: str | None, output: str | None, max_object_size: int
+) -> None:
     """Extract one code object, decompressing nothing else."""
-    with kpack.KpackReader.open(archive) as reader:
-        code = reader.read(toc_key, arch)
-    if output:
-        Path(output).write_bytes(code)
-    elif sys.stdout.isatty():
+    if output is None and sys.stdout.isatty():
         raise GfxpackError("refusing to write a binary code object to a terminal: use -o FILE")
-    else:
+    with _open(archive, max_object_size) as reader:
+        code = reader.read(toc_key, arch)
+    if output is None:
         sys.stdout.buffer.write(code)
         sys.stdout.flush()
+        return
+    _write_atomically(Path(output), code)
+
+
+def _check_folder(path: Path) -> None:
+    """An output's directory must exist: say which one is missing, not just ENOENT."""
+    folder = path.absolute().parent
+    if not folder.is_dir():
+        why = "is not a directory" if folder.exists() else "does not exist"
+        raise GfxpackError(f"cannot write {path}: {folder} {why}")
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write to a temporary name beside ``path``, then rename: never a half-written file."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    except OSError as e:
+        _check_folder(path)
+        raise GfxpackError(f"cannot write {path}: {e.strerror or e}") from None
+    finally:
+        with contextlib.suppress(OSError):  # nothing was created where nothing can be
+            temporary.unlink()
 
 
 @kpack_group.command("verify")
 @click.argument("archives", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@_max_object_size
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 @reports_errors
-def kpack_verify(archives):
-    """Check every code object of each archive: structure, frames and sizes."""
-    for archive in archives:
-        with kpack.KpackReader.open(archive) as reader:
+def kpack_verify(archives: tuple[str, ...], max_object_size: int, as_json: bool) -> None:
+    """Check each archive's structure and every code object's content.
+
+    Structure: the header, the whole TOC, every blob range and frame, every
+    object decompressed and its size compared with original_size. Content: when
+    the TOC records a sha256 per object (gfxpack's writer does), each object's
+    digest is recomputed and compared, for both compression schemes; an archive
+    without digests has its structure checked and says so. Exit status 1 when
+    any archive fails.
+    """
+    results = [_verify_one(archive, max_object_size) for archive in archives]
+    if as_json:
+        click.echo(json.dumps({"archives": results}, indent=2, ensure_ascii=False))
+    else:
+        for result in results:
+            if result["ok"]:
+                click.echo(f"{result['archive']}: OK, {result['summary']}")
+            else:
+                click.echo(f"error: {result['error']}", err=True)
+    if not all(result["ok"] for result in results):
+        sys.exit(1)
+
+
+def _verify_one(archive: str, max_object_size: int) -> dict[str, Any]:
+    result: dict[str, Any] = {"archive": archive, "ok": False}
+    try:
+        with _open(archive, max_object_size) as reader:
             count = len(reader.verify())
-            click.echo(f"{archive}: OK, {count} code objects ({reader.compression})")
+            recorded = sum(k.sha256 is not None for k in reader.kernels)
+            result.update(
+                ok=True,
+                compression=reader.compression,
+                code_objects=count,
+                digests_recorded=recorded,
+            )
+    except kpack.InvalidKpack as e:
+        result["error"] = str(e)
+        return result
+    if recorded == count:
+        content = "every sha256 matches the TOC" if count else "no code objects"
+    elif recorded == 0:
+        content = "no digests recorded: structure, frames and sizes checked, content not"
+    else:
+        content = f"{recorded} of {count} sha256 digests recorded and matching"
+    result["summary"] = f"{count} code objects ({result['compression']}); {content}"
+    return result

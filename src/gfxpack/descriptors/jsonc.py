@@ -4,6 +4,8 @@
 is skipped, a repeated key keeps its last value, and a trailing comma is an
 error, as are NaN and Infinity. Comments become spaces before the JSON parser
 runs, so its line and column numbers still point into the original text.
+Documents nested deeper than :data:`MAX_DEPTH` arrays and objects are refused:
+no descriptor needs a tenth of it, and every later step may then recurse freely.
 
 >>> loads('// hi\\n{"a": 1, /* c */ "a": 2}')
 {'a': 2}
@@ -14,6 +16,8 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+
+MAX_DEPTH = 64
 
 
 class JsoncError(ValueError):
@@ -36,9 +40,10 @@ def strip_comments(text: str) -> str:
     if "/" not in text:
         return text  # the common case: plain JSON
 
-    def blank(match: re.Match) -> str:
-        if match.group(1) is not None:
-            return match.group(1)
+    def blank(match: re.Match[str]) -> str:
+        kept: str | None = match.group(1)
+        if kept is not None:
+            return kept
         if match.group(4) is not None:
             raise JsoncError(f"unterminated /* comment at {_position(text, match.start())}")
         return "".join(c if c == "\n" else " " for c in match.group(0))
@@ -63,8 +68,29 @@ def loads(data: bytes | str) -> Any:
         data = data[1:]
     text = strip_comments(data)
     try:
-        return _DECODER.decode(text)
+        value = _DECODER.decode(text)
     except json.JSONDecodeError as e:
         raise JsoncError(f"{e.msg} at line {e.lineno} column {e.colno}") from None
-    except (ValueError, RecursionError) as e:
+    except RecursionError:
+        raise JsoncError(_TOO_DEEP) from None
+    except ValueError as e:
         raise JsoncError(str(e) or type(e).__name__) from None
+    # Fewer brackets than the limit cannot nest past it: decided in C for most files.
+    if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+        raise JsoncError(_TOO_DEEP)
+    return value
+
+
+_TOO_DEEP = f"arrays and objects nested more than {MAX_DEPTH} levels deep"
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether arrays and objects nest past ``limit`` levels (iterative: no recursion)."""
+    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False

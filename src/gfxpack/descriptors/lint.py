@@ -23,6 +23,7 @@ from gfxpack.descriptors.jsonc import JsoncError, loads
 from gfxpack.descriptors.loader import LoadResult, load_validated
 from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
 from gfxpack.descriptors.walk import descriptor_files
+from gfxpack.regular_files import read_regular
 
 _VERSION = re.compile(r"^([0-9]{1,9})\.([0-9]{1,9})$")
 
@@ -90,7 +91,7 @@ def schema_errors(document: object, suffix: str) -> list[str]:
     )
 
 
-def lowest_version(document: dict, suffix: str) -> str | None:
+def lowest_version(document: dict, suffix: str, valid_as_declared: bool = False) -> str | None:
     """The lowest minor of the document's major whose schema accepts it."""
     declared = (
         _minor(document.get("version", "")) if isinstance(document.get("version"), str) else None
@@ -100,6 +101,8 @@ def lowest_version(document: dict, suffix: str) -> str | None:
     for major, minor in sorted(schema_versions(suffix)):
         if major != declared[0]:
             continue
+        if (major, minor) == declared and valid_as_declared:
+            return f"{major}.{minor}"  # already validated once: a large file costs one pass
         candidate = {**document, "version": f"{major}.{minor}"}
         if schema_versions(suffix)[major, minor].is_valid(candidate):
             return f"{major}.{minor}"
@@ -109,7 +112,7 @@ def lowest_version(document: dict, suffix: str) -> str | None:
 def lint_file(path: str | Path, suffix: str) -> FileReport:
     report = FileReport(str(path), suffix)
     try:
-        document = loads(Path(path).read_bytes())
+        document = loads(read_regular(path))
     except (OSError, JsoncError) as e:
         report.schema_errors.append(f"cannot be read: {e}")
         return report
@@ -117,7 +120,7 @@ def lint_file(path: str | Path, suffix: str) -> FileReport:
         report.declared = document["version"]
     report.schema_errors = schema_errors(document, suffix)
     if isinstance(document, dict):
-        report.needs = lowest_version(document, suffix)
+        report.needs = lowest_version(document, suffix, not report.schema_errors)
     return report
 
 

@@ -34,6 +34,7 @@ from gfxpack.descriptors.types import (
     arch_covers,
     arch_text,
 )
+from gfxpack.regular_files import read_regular
 
 _UUID = re.compile(r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$")
 _VERSION = re.compile(r"^([0-9]{1,9})\.([0-9]{1,9})$")
@@ -95,6 +96,17 @@ GRAPH_MATCH_KEYS = {"native"}
 
 
 _ABSENT = object()
+
+
+def _first_repeat(values: list[str]) -> str:
+    """The first element that appeared earlier in the list (one pass, a set)."""
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            return value
+        seen.add(value)
+    raise ValueError("no repeated element")
+
 
 # A message fragment, or a function making it: labels are only built when they are shown.
 Label = str | Callable[[], str]
@@ -258,9 +270,8 @@ class _FileParser:
         value = obj.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self.invalid(f"'{key}' in {where} must be an array of strings")
-        for i, item in enumerate(value):
-            if item in value[:i]:
-                raise self.invalid(f"'{key}' in {where} repeats '{item}'")
+        if len(set(value)) != len(value):
+            raise self.invalid(f"'{key}' in {where} repeats '{_first_repeat(value)}'")
         return tuple(value)
 
     def arch(self, obj: dict, where: str) -> tuple[str, ...]:
@@ -269,7 +280,7 @@ class _FileParser:
             raise self.invalid(
                 f"'arch' in {where} must be an array of gfx ids, got {describe(value)}"
             )
-        for i, item in enumerate(value):
+        for item in value:
             if not isinstance(item, str):
                 raise self.invalid(
                     f"'arch' in {where} holds {describe(item)}, which is not a string"
@@ -286,8 +297,8 @@ class _FileParser:
                     f"'arch' in {where} holds '{item}', which is not a gfx id "
                     "(gfx followed by a-z, 0-9, '_' or '-')"
                 )
-            if item in value[:i]:
-                raise self.invalid(f"'arch' in {where} repeats '{item}'")
+        if len(set(value)) != len(value):
+            raise self.invalid(f"'arch' in {where} repeats '{_first_repeat(value)}'")
         return tuple(value)
 
     def integer(self, value: Any, label: Label) -> int:
@@ -341,6 +352,7 @@ class _FileParser:
         if not isinstance(entries, list):
             raise self.invalid(f"'fields' in {self.quoted} must be an array")
         fields: list[Field] = []
+        names: set[str] = set()  # a set: a schema of 10^5 fields is checked in linear time
         for i, entry in enumerate(entries):
             where = f"fields[{i}] in {self.quoted}"
             if not isinstance(entry, dict):
@@ -363,8 +375,9 @@ class _FileParser:
                     )
                 if kind == "float":
                     default = float(default)
-            if any(f.name == field_name for f in fields):
+            if field_name in names:
                 raise self.invalid(f"{where} repeats field '{field_name}'")
+            names.add(field_name)
             fields.append(Field(field_name, kind, default))
         return MetadataSchema(tuple(fields))
 
@@ -581,21 +594,10 @@ class _FileParser:
             )
 
 
-_CHUNK = 1 << 16
-
-
 def read_bytes(path: str) -> bytes:
-    """A whole file through the os layer: a third faster than open().read() for the
-    many small files a descriptor tree holds."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        chunks = [os.read(fd, _CHUNK)]
-        # A short read of a regular file is its end: most descriptors need one read.
-        while len(chunks[-1]) == _CHUNK:
-            chunks.append(os.read(fd, _CHUNK))
-    finally:
-        os.close(fd)
-    return b"".join(chunks) if len(chunks) > 1 else chunks[0]
+    """A descriptor file's bytes. The walk only yields regular files; the open is
+    non-blocking and re-checked, so a file swapped for a FIFO cannot hang the loader."""
+    return read_regular(path, checked=True)
 
 
 def parse_file(

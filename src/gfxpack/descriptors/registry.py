@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gfxpack.errors import GfxpackError
+from gfxpack.regular_files import read_regular
 
 KINDS = ("graph_match", "kernel_match", "dispatch", "score")
 
@@ -38,14 +39,21 @@ class SymbolRegistry:
     def from_file(cls, path: str | Path) -> SymbolRegistry:
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise InvalidRegistry(f"{path}: cannot read: {e}") from None
+            text = read_regular(path).decode("utf-8")
+        except OSError as e:
+            raise InvalidRegistry(f"{path}: cannot read: {e.strerror or e}") from None
+        except UnicodeDecodeError as e:
+            raise InvalidRegistry(f"{path}: not UTF-8 text (byte {e.start})") from None
         if path.suffix == ".json":
             try:
                 data = json.loads(text)
             except ValueError as e:
                 raise InvalidRegistry(f"{path}: not valid JSON: {e}") from None
+            except RecursionError:
+                raise InvalidRegistry(
+                    f"{path}: not a symbol registry: arrays or objects nested too deeply "
+                    "(expected an object of kind -> list of symbols)"
+                ) from None
             if not isinstance(data, dict) or not all(
                 isinstance(v, list) and all(isinstance(s, str) for s in v) for v in data.values()
             ):

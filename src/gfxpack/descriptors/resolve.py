@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -105,7 +104,6 @@ class _Archives:
 
     def __init__(self) -> None:
         self._readers: dict[str, KpackReader | str] = {}
-        self._digests: dict[tuple, str] = {}
 
     def reader(self, path: str) -> KpackReader:
         if path not in self._readers:
@@ -124,10 +122,9 @@ class _Archives:
                 reader.close()
 
     def digest(self, path: str, toc_key: str, arch: str) -> str:
-        key = (path, toc_key, arch)
-        if key not in self._digests:
-            self._digests[key] = hashlib.sha256(self.reader(path).read(toc_key, arch)).hexdigest()
-        return self._digests[key]
+        """The sha256 of one code object; the reader decompresses each frame once."""
+        reader = self.reader(path)
+        return reader.digest(reader.find(toc_key, arch))
 
 
 class Resolver:
@@ -341,7 +338,7 @@ class Resolver:
             )
         try:
             reader = self.archives.reader(library)
-            held = [k.arch for k in reader.kernels if k.toc_key == source.toc_key]
+            held = reader.arches_of(source.toc_key)
             for wanted in arch or tuple(held) or ("any",):
                 if wanted not in held:
                     raise _PackDropped(

@@ -4,7 +4,8 @@ Recursive; folder names carry no meaning; directory symlinks are not
 followed, file symlinks count; hidden paths are walked. A file is a
 descriptor when its name ends in one of the seven suffixes after a non-empty
 stem (case-sensitive); other ``.json``/``.jsonc`` files are reported and
-never opened; everything else is ignored.
+never opened; everything else is ignored. Only regular files are opened: a
+FIFO, device or socket named like JSON is reported (WARN D106) and skipped.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from gfxpack.descriptors.diagnostics import Diagnostics
 from gfxpack.descriptors.types import SUFFIXES
+from gfxpack.regular_files import file_kind
 
 MAX_CONSECUTIVE_ERRORS = 64
 
@@ -74,15 +76,24 @@ class _Walk:
                     yield from self.files(entry.path)
                     continue
                 if entry.is_symlink():
-                    regular = stat.S_ISREG(os.stat(entry.path).st_mode)  # dangling ones fail here
+                    mode = os.stat(entry.path).st_mode  # dangling ones fail here
+                    regular = stat.S_ISREG(mode)
                 else:
                     regular = entry.is_file(follow_symlinks=False)
+                    mode = 0 if regular else entry.stat(follow_symlinks=False).st_mode
             except OSError as e:
                 self.failed("D102", entry.path, f'skipping "{entry.path}": {e.strerror or e}')
                 continue
             self.consecutive = 0
             if regular:
                 yield entry.path
+            elif entry.name.lower().endswith((".json", ".jsonc")):
+                # Never opened (a FIFO would block the loader), but never silently either.
+                self.diags.warn(
+                    "D106",
+                    entry.path,
+                    f'"{entry.path}" is not a regular file ({file_kind(mode)}); skipping',
+                )
 
 
 def descriptor_files(root: Path, diags: Diagnostics) -> list[tuple[str, str]]:
