@@ -33,6 +33,10 @@ class ElfError(ValueError):
     """A header or table that does not fit the file."""
 
 
+class OtherElf(ElfError):
+    """An ELF file of another class or byte order (32-bit, big-endian)."""
+
+
 @dataclass(frozen=True)
 class Header:
     ident: bytes
@@ -108,7 +112,7 @@ def header(data: bytes | memoryview) -> Header:
     fields = EHDR.unpack_from(data, 0)
     head = Header(*fields)
     if head.ident[4] != ELFCLASS64 or head.ident[5] != ELFDATA2LSB:
-        raise ElfError("not a 64-bit little-endian ELF file")
+        raise OtherElf("not a 64-bit little-endian ELF file")
     return head
 
 

@@ -11,10 +11,14 @@ recorded at split time, or nothing is written.
 from __future__ import annotations
 
 import hashlib
+import os
+import posixpath
+import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
+from gfxpack import kpack
 from gfxpack.errors import GfxpackError
 from gfxpack.fatbin.rewrite import COPY_CHUNK, Recipe
 
@@ -88,4 +92,104 @@ def _copy_unpatched(
         position = chunk_end
 
 
-__all__ = ["CodeLookup", "JoinError", "join_binary"]
+# --- whole trees -------------------------------------------------------------------------
+
+
+def join_tree(
+    split: str | os.PathLike[str], out: str | os.PathLike[str], force: bool = False
+) -> int:
+    """Rebuild the input of ``gfxpack split`` from its output; returns how many
+    binaries were joined. Written under a temporary name, renamed when complete."""
+    from gfxpack.fatbin.split import INDEX, SplitError, read_index
+
+    split, out = Path(split), Path(out)
+    index = read_index(split)
+    if out.exists() and not force:
+        raise SplitError(f"{out}: already exists (remove it, or replace it with --force)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    temporary = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    shutil.rmtree(temporary, ignore_errors=True)
+    temporary.mkdir()
+    joined = 0
+    try:
+        for directory in index.get("copied", []):
+            _copy_tree(_inside(split, directory), _inside(temporary, directory))
+        for job in index["jobs"]:
+            joined += _join_job(split, temporary, job)
+        if index.get("therock_manifest") is not None:
+            (temporary / "therock_manifest.json").write_bytes(index["therock_manifest"])
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            out.rename(old)
+            shutil.rmtree(old)
+        temporary.rename(out)
+    except (KeyError, TypeError, ValueError) as e:
+        if isinstance(e, GfxpackError):
+            raise
+        raise JoinError(f"{split / INDEX}: malformed entry ({e!r})") from None
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+    return joined
+
+
+def _join_job(split: Path, out: Path, job: dict[str, Any]) -> int:
+    readers: dict[str, kpack.KpackReader] = {}
+    archives: dict[str, str] = job["archives"]
+
+    def lookup(label: str, target: str, key: str) -> bytes:
+        if label not in readers:
+            if label not in archives:
+                raise JoinError(f"no archive for {label} in {split}")
+            readers[label] = kpack.KpackReader.open(_inside(split, archives[label]))
+        return readers[label].read(key, target)
+
+    joined = 0
+    try:
+        for out_path, original, kind, recipe in job["files"]:
+            source, destination = _inside(split, out_path), _inside(out, original)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            if kind == "dir":
+                destination.mkdir(exist_ok=True)
+            elif kind == "symlink":
+                os.symlink(os.readlink(source), destination)
+            elif kind == "binary":
+                with open(destination, "wb") as handle:
+                    join_binary(source, Recipe.from_msgpack(recipe), lookup, handle)
+                shutil.copystat(source, destination)
+                joined += 1
+            else:
+                _link_or_copy(source, destination)
+    finally:
+        for reader in readers.values():
+            reader.close()
+    return joined
+
+
+def _inside(root: Path, relpath: str) -> Path:
+    """``root / relpath``, refusing paths that would leave ``root``."""
+    normalized = posixpath.normpath(relpath)
+    if relpath.startswith("/") or normalized == ".." or normalized.startswith("../"):
+        raise JoinError(f"{relpath!r}: a path outside {root}")
+    return root / normalized
+
+
+def _link_or_copy(source: Path, destination: Path) -> None:
+    if source.is_symlink() or not source.is_file():
+        raise JoinError(f"{source}: expected a regular file")
+    try:
+        os.link(source, destination)
+    except OSError:
+        shutil.copy2(source, destination)
+
+
+def _copy_tree(source: Path, destination: Path) -> None:
+    for directory, dirnames, filenames in os.walk(source):
+        relative = Path(directory).relative_to(source)
+        (destination / relative).mkdir(parents=True, exist_ok=True)
+        for name in sorted(dirnames + filenames):
+            path = Path(directory) / name
+            if path.is_symlink():
+                os.symlink(os.readlink(path), destination / relative / name)
+            elif path.is_file():
+                _link_or_copy(path, destination / relative / name)
+        dirnames[:] = [d for d in dirnames if not (Path(directory) / d).is_symlink()]

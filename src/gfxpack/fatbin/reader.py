@@ -50,10 +50,12 @@ class Device:
 
 class FatBinary:
     """One ELF file mapped read-only. ``devices`` is empty when it carries no device
-    code; ``unsplittable`` says why a ``.hip_fatbin`` cannot be split (no wrappers)."""
+    code; ``unsplittable`` says why a ``.hip_fatbin`` cannot be split (no wrappers).
+    With ``split=True`` only the wrappers of an already split binary are read."""
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str], split: bool = False):
         self.path = Path(path)
+        self._split = split  # a split binary: read its wrappers only
         self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()
         self._map: mmap.mmap | None = None
         self.elf: elf.ElfFile | None = None
@@ -74,35 +76,46 @@ class FatBinary:
         self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
         try:
             self.elf = elf.ElfFile(self._map)
+        except elf.OtherElf:
+            return  # another kind of ELF file: carries no HIP device code
         except elf.ElfError as e:
-            if "64-bit little-endian" in str(e):
-                self.elf = None  # another kind of ELF file: carries no HIP device code
-                return
             raise InvalidFatBinary(self.path, str(e)) from None
-        self.fatbin = self.elf.section(FATBIN) if self._sections_ok() else None
+        if self._split:
+            self.wrappers = self.read_wrappers()
+            return
+        try:
+            self.fatbin = self.elf.section(FATBIN)
+        except elf.ElfError as e:
+            raise InvalidFatBinary(self.path, str(e)) from None
         if self.fatbin is None:
             return
         if self.fatbin.type == elf.SHT_NOBITS:
             raise InvalidFatBinary(
                 self.path, f"{FATBIN} holds no bytes: already split (see 'gfxpack join')"
             )
-        self.wrappers = self._read_wrappers()
+        self.wrappers = self.read_wrappers()
+        if any(w.magic == HIPK for w in self.wrappers):
+            raise InvalidFatBinary(
+                self.path, "its wrappers are marked HIPK: already split (see 'gfxpack join')"
+            )
         if not self.wrappers:
             self.unsplittable = f"{FATBIN} has no {WRAPPERS} wrappers pointing at it"
             return
         self.devices = self._read_bundles()
-
-    def _sections_ok(self) -> bool:
-        return self.elf is not None and bool(self.elf.sections)
 
     @property
     def view(self) -> memoryview:
         assert self.elf is not None
         return self.elf.data
 
-    def _read_wrappers(self) -> list[Wrapper]:
-        assert self.elf is not None
-        section = self.elf.section(WRAPPERS)
+    def read_wrappers(self) -> list[Wrapper]:
+        """Every wrapper record, HIPF or HIPK, with the address it points at."""
+        if self.elf is None:
+            return []
+        try:
+            section = self.elf.section(WRAPPERS)
+        except elf.ElfError as e:
+            raise InvalidFatBinary(self.path, str(e)) from None
         if section is None or section.size == 0:
             return []
         if section.size % WRAPPER.size:
@@ -142,12 +155,6 @@ class FatBinary:
                     )
                 binary = addend
             wrappers.append(Wrapper(index, offset, magic, binary, reserved, entry))
-        if any(w.magic == HIPK for w in wrappers):
-            if self.fatbin is not None and all(w.magic == HIPK for w in wrappers):
-                raise InvalidFatBinary(
-                    self.path, "its wrappers are marked HIPK: already split (see 'gfxpack join')"
-                )
-            raise InvalidFatBinary(self.path, f"{WRAPPERS} mixes HIPF and HIPK wrappers")
         return wrappers
 
     def _read_bundles(self) -> list[Device]:
