@@ -29,5 +29,6 @@ from gfxpack.cli import (  # noqa: E402, F401
     kpack_cmd,
     plan_cmd,
     repo_cmd,
+    split_cmd,
     verify_cmd,
 )

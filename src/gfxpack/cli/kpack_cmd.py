@@ -155,3 +155,8 @@ def kpack_verify(archives):
         with kpack.KpackReader.open(archive) as reader:
             count = len(reader.verify())
             click.echo(f"{archive}: OK, {count} code objects ({reader.compression})")
+
+
+from gfxpack.cli.resolve_cmd import kpack_resolve  # noqa: E402
+
+kpack_group.add_command(kpack_resolve)
