@@ -4,7 +4,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # Debian tools the tests drive: command -> package.
 DEB_TOOLS := dot:graphviz rpm:rpm rpmkeys:rpm rpm2cpio:rpm2cpio cpio:cpio lintian:lintian \
-	gpg:gpg gpgv:gpgv apt-get:apt
+	gpg:gpg gpgv:gpgv apt-get:apt \
+	hipcc:hipcc clang-offload-bundler-15:clang-tools-15 readelf:binutils
 
 .PHONY: demo test lint bench fuzz system-tools clean
 
