@@ -69,8 +69,13 @@ def _hipcc(out: Path, sources: list[Path], shared: bool) -> None:
         pytest.fail(f"hipcc failed: {' '.join(command)}\n{result.stderr}")
 
 
-@pytest.fixture(scope="session")
-def hip_build(tmp_path_factory: pytest.TempPathFactory) -> HipBuild:
+_BUILT: list[HipBuild] = []
+
+
+def build_once(tmp_path_factory: pytest.TempPathFactory) -> HipBuild:
+    """The session's build, made on first use (the fuzz harness shares it)."""
+    if _BUILT:
+        return _BUILT[0]
     for tool in ("hipcc", BUNDLER, "readelf"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed (make system-tools installs it)")
@@ -82,4 +87,10 @@ def hip_build(tmp_path_factory: pytest.TempPathFactory) -> HipBuild:
     _hipcc(build.two_files, [root / "a.hip", root / "b.hip"], shared=True)
     _hipcc(build.one_file, [root / "a.hip"], shared=True)
     _hipcc(build.program, [root / "fill.hip"], shared=False)
+    _BUILT.append(build)
     return build
+
+
+@pytest.fixture(scope="session")
+def hip_build(tmp_path_factory: pytest.TempPathFactory) -> HipBuild:
+    return build_once(tmp_path_factory)

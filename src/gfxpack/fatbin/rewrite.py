@@ -41,6 +41,7 @@ from typing import Any, BinaryIO
 
 import msgpack
 
+from gfxpack.errors import GfxpackError
 from gfxpack.fatbin import InvalidFatBinary, elf
 from gfxpack.fatbin.reader import HIPK, WRAPPER, FatBinary
 
@@ -50,7 +51,7 @@ COPY_CHUNK = 1 << 22
 ZERO_RUN = re.compile(rb"\x00{256,}")
 
 
-class NotWorthSplitting(ValueError):
+class NotWorthSplitting(GfxpackError, ValueError):
     """Device code smaller than the page the reference itself needs."""
 
 
