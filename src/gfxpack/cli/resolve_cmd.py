@@ -38,7 +38,7 @@ def kpack_resolve(binary: str, arch: str, out: str | None, as_json: bool) -> Non
              "size": len(f.code)}
             for f in found
         ]  # fmt: skip
-        click.echo(views.dumps(rows), nl=False)
+        click.echo(views.dumps({"binary": binary, "arch": arch, "code_objects": rows}), nl=False)
         return
     for item in found:
         click.echo(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
+from typing import Any
 
 import zstandard
 
@@ -228,7 +229,7 @@ def _finished(decoder: object) -> bool:
     return bool(getattr(decoder, "eof", False))
 
 
-def _unpack(layout: struct.Struct, view: memoryview, offset: int, what: str) -> tuple:
+def _unpack(layout: struct.Struct, view: memoryview, offset: int, what: str) -> tuple[Any, ...]:
     if offset + layout.size > len(view):
         raise BundleError(f"truncated: {what} runs past the section")
     return layout.unpack_from(view, offset)

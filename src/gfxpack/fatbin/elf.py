@@ -127,7 +127,7 @@ class ElfFile:
         raw_segments = self._table(self.header.phoff, self.header.phnum, PHDR, "program")
         raw_sections = self._table(self.header.shoff, self.header.shnum, SHDR, "section")
         self.segments = [Segment(*fields) for fields in raw_segments]
-        sections = [Section(*fields) for fields in raw_sections]
+        sections = [Section(*fields) for fields in raw_sections]  # type: ignore[arg-type]
         names = b""
         if sections:
             if self.header.shstrndx >= len(sections):
@@ -139,7 +139,9 @@ class ElfFile:
             if section.type != SHT_NOBITS and section.size:
                 self.range(section.offset, section.size, f"section {section.name}")
 
-    def _table(self, offset: int, count: int, layout: struct.Struct, what: str) -> list[tuple]:
+    def _table(
+        self, offset: int, count: int, layout: struct.Struct, what: str
+    ) -> list[tuple[int, ...]]:
         if count == 0:
             return []
         view = self.range(offset, count * layout.size, f"{what} header table")

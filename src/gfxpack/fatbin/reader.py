@@ -124,12 +124,12 @@ class FatBinary:
             )
         if section.type == elf.SHT_NOBITS:
             raise InvalidFatBinary(self.path, f"{WRAPPERS} holds no bytes")
-        relocations = {}
+        relocations: dict[int, tuple[int, int, int]] = {}
         end = section.addr + section.size
         try:
-            for entry, r_offset, r_info, r_addend in self.elf.relocations():
+            for entry_at, r_offset, r_info, r_addend in self.elf.relocations():
                 if section.addr <= r_offset < end:
-                    relocations[r_offset] = (entry, r_info & 0xFFFFFFFF, r_addend)
+                    relocations[r_offset] = (entry_at, r_info & 0xFFFFFFFF, r_addend)
         except elf.ElfError as e:
             raise InvalidFatBinary(self.path, str(e)) from None
         wrappers = []
@@ -144,7 +144,7 @@ class FatBinary:
                     f"{HIPF:#x} ('HIPF') version 1",
                 )
             relocation = relocations.get(section.addr + index * WRAPPER.size + BINARY_FIELD)
-            entry = None
+            entry: int | None = None
             if relocation is not None:
                 entry, kind, addend = relocation
                 if kind != elf.R_X86_64_RELATIVE:

@@ -98,9 +98,10 @@ class Recipe:
 
 
 def reference(kernel_name: str, search_paths: list[str]) -> bytes:
-    return msgpack.packb(
+    packed: bytes = msgpack.packb(
         {"kernel_name": kernel_name, "kpack_search_paths": search_paths}, use_bin_type=True
     )
+    return packed
 
 
 def split_binary(

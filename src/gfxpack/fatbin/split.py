@@ -221,7 +221,8 @@ def split_tree(
 
 def _therock_layout(source: Path) -> tuple[list[str], list[str]]:
     """(fat artifact directories, directories copied as they are)."""
-    fat, copied = [], []
+    fat: list[str] = []
+    copied: list[str] = []
     for entry in sorted(os.scandir(source), key=lambda e: e.name):
         match = ARTIFACT_DIR.match(entry.name)
         if not match or not entry.is_dir(follow_symlinks=False):
