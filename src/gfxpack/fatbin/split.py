@@ -204,10 +204,13 @@ def split_tree(
             index["copied"].append(directory)
         for job in work:
             index["jobs"].append(_split_job(job, temporary, report, max(1, jobs)))
-        if kind == "therock":
-            original = source / THEROCK_MANIFEST
-            index["therock_manifest"] = original.read_bytes() if original.is_file() else None
-            _write_therock_manifest(original, temporary / THEROCK_MANIFEST)
+        original = source / THEROCK_MANIFEST
+        if kind == "therock" and original.is_file():
+            index["therock_manifest"] = original.read_bytes()
+        # Tells 'gfxpack build' that device code is already split out (kpack mode).
+        _write_therock_manifest(
+            original if kind == "therock" else None, temporary / THEROCK_MANIFEST
+        )
         (temporary / INDEX).write_bytes(msgpack.packb(index, use_bin_type=True))
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")
@@ -462,9 +465,9 @@ def _rewrite(job: _Job, item: _Fat, out: Path, report: SplitReport) -> dict[str,
     return recipe.to_msgpack()
 
 
-def _write_therock_manifest(original: Path, destination: Path) -> None:
+def _write_therock_manifest(original: Path | None, destination: Path) -> None:
     manifest: dict[str, Any] = {}
-    if original.is_file():
+    if original is not None and original.is_file():
         try:
             manifest = json.loads(original.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
