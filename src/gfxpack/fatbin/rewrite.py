@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO
@@ -114,6 +115,16 @@ def split_binary(
     code spans fewer than two full pages, InvalidFatBinary when the layout
     cannot be rewritten.
     """
+    try:
+        return _split_binary(fat, out, kernel_name, search_paths, archive_of)
+    except struct.error:
+        # A header field the rewrite moved no longer fits its width (a corrupt input).
+        raise _fail(fat, "a header field is out of range once moved") from None
+
+
+def _split_binary(
+    fat: FatBinary, out: BinaryIO, kernel_name: str, search_paths: list[str], archive_of: Any
+) -> Recipe:
     assert fat.elf is not None and fat.fatbin is not None
     image, fatbin, data = fat.elf, fat.fatbin, fat.view
     start = _align_up(fatbin.offset, PAGE)
@@ -133,6 +144,8 @@ def split_binary(
             holder = seg
             if fatbin.offset + fatbin.size > seg.offset + seg.filesz:
                 raise _fail(fat, f"{fatbin.name} runs past the end of its PT_LOAD")
+            if seg.memsz < seg.filesz:
+                raise _fail(fat, "the PT_LOAD of .hip_fatbin maps less memory than file bytes")
             if seg.vaddr - seg.offset != fatbin.addr - fatbin.offset:
                 raise _fail(fat, f"{fatbin.name} is not mapped where its PT_LOAD says")
             head = start - seg.offset
