@@ -56,10 +56,13 @@ class HipBuild:
     two_files: Path  # libtwo.so: two bundles
     one_file: Path  # libone.so: one bundle
     program: Path  # an executable
+    variants: Path  # libvariants.so: gfx90a:xnack+ and gfx90a:xnack-
 
 
-def _hipcc(out: Path, sources: list[Path], shared: bool) -> None:
-    command = ["hipcc", "-O1", *[f"--offload-arch={t}" for t in TARGETS]]
+def _hipcc(
+    out: Path, sources: list[Path], shared: bool, targets: tuple[str, ...] = TARGETS
+) -> None:
+    command = ["hipcc", "-O1", *[f"--offload-arch={t}" for t in targets]]
     if shared:
         command += ["-fPIC", "-shared"]
     command += [str(s) for s in sources] + ["-o", str(out)]
@@ -83,10 +86,14 @@ def build_once(tmp_path_factory: pytest.TempPathFactory) -> HipBuild:
     sources = {"a.hip": KERNEL_A, "b.hip": KERNEL_B, "fill.hip": PROGRAM}
     for name, text in sources.items():
         (root / name).write_text(text)
-    build = HipBuild(root, root / "libtwo.so", root / "libone.so", root / "fill")
+    build = HipBuild(
+        root, root / "libtwo.so", root / "libone.so", root / "fill", root / "variants" / "lib.so"
+    )
     _hipcc(build.two_files, [root / "a.hip", root / "b.hip"], shared=True)
     _hipcc(build.one_file, [root / "a.hip"], shared=True)
     _hipcc(build.program, [root / "fill.hip"], shared=False)
+    build.variants.parent.mkdir()
+    _hipcc(build.variants, [root / "b.hip"], True, ("gfx90a:xnack+", "gfx90a:xnack-"))
     _BUILT.append(build)
     return build
 

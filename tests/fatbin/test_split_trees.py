@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from gfxpack.artifacts import scan
 from gfxpack.cli import cli
 from gfxpack.fatbin.join import join_tree
-from gfxpack.fatbin.resolve import read_references, resolve
+from gfxpack.fatbin.resolve import ArchNotFound, read_references, resolve
 from gfxpack.fatbin.split import data_file_arch, split_tree
 from gfxpack.kpack import KpackReader
 from tests.fatbin.conftest import TARGETS, HipBuild
@@ -130,7 +130,7 @@ def test_cli_split_prints_a_summary_and_json(hip_build: HipBuild, tmp_path: Path
     )  # fmt: skip
     assert again.exit_code == 0, again.output
     summary = json.loads(again.output)
-    assert summary["binaries"] == 3
+    assert summary["binaries"] == 4  # libtwo, libone, fill, variants/lib.so
     assert set(summary["arches"]) == {"gfx1030", "gfx906", "gfx90a"}
     assert summary["host_bytes"] < summary["fat_bytes"]
 
@@ -180,3 +180,26 @@ def test_join_refuses_a_directory_split_did_not_make(tmp_path: Path):
 )
 def test_per_arch_data_files_are_recognized_by_name(path: str, arch: str | None):
     assert data_file_arch(path) == arch
+
+
+@pytest.mark.slow
+def test_xnack_variants_share_their_processor_archive(hip_build: HipBuild, tmp_path: Path):
+    split_tree(hip_build.variants.parent, tmp_path / "out", name="demo_lib", jobs=4)
+    archives = sorted((tmp_path / "out").glob("*/stage/.kpack/*.kpack"))
+    assert [a.name for a in archives] == ["demo_lib_gfx90a.kpack"]
+    with KpackReader.open(archives[0]) as reader:
+        assert reader.arches == ["gfx90a:xnack+", "gfx90a:xnack-"]
+        assert [(k.toc_key, k.arch) for k in reader.kernels] == [
+            ("stage/lib.so#0", "gfx90a:xnack+"), ("stage/lib.so#0", "gfx90a:xnack-"),
+        ]  # fmt: skip
+    installed = tmp_path / "installed"
+    for artifact in sorted((tmp_path / "out").iterdir()):
+        if artifact.is_dir():
+            shutil.copytree(artifact / "stage", installed, dirs_exist_ok=True)
+    for target in ("gfx90a:xnack+", "gfx90a:xnack-"):
+        (found,) = resolve(installed / "lib.so", target, environ={})
+        assert found.arch == target
+        with KpackReader.open(archives[0]) as reader:
+            assert found.code == reader.read("stage/lib.so#0", target)
+    with pytest.raises(ArchNotFound):
+        resolve(installed / "lib.so", "gfx90a", environ={})

@@ -42,6 +42,7 @@ from gfxpack import kpack
 from gfxpack.artifacts import MANIFEST, THEROCK_MANIFEST, _read_manifest
 from gfxpack.errors import GfxpackError
 from gfxpack.fatbin import InvalidFatBinary
+from gfxpack.fatbin.bundle import Bundle, CodeObject
 from gfxpack.fatbin.reader import FatBinary
 from gfxpack.fatbin.rewrite import NotWorthSplitting, split_binary
 from gfxpack.fatbin.targets import MACH
@@ -410,16 +411,14 @@ def _write_archives(
                 kernel_name = f"{item.prefix}/{item.relpath}"
                 for device in item.binary.devices:
                     key = f"{kernel_name}#{device.wrapper.index}"
-                    # Different archives take one code object each, concurrently
-                    # (zstd releases the GIL); each archive sees them in order.
+                    # Archives fill concurrently (zstd releases the GIL), each from one
+                    # thread, in bundle order: xnack variants share their processor's.
+                    by_arch: dict[str, list[CodeObject]] = {}
+                    for obj in device.bundle.code_objects:
+                        by_arch.setdefault(obj.target.processor, []).append(obj)
                     adds = [
-                        pool.submit(
-                            writers[obj.target.processor].add,
-                            key,
-                            bytes(device.bundle.code(obj)),
-                            str(obj.target),
-                        )
-                        for obj in device.bundle.code_objects
+                        pool.submit(_add_all, writers[arch], key, device.bundle, objects)
+                        for arch, objects in by_arch.items()
                     ]
                     for add in adds:
                         add.result()
@@ -435,6 +434,13 @@ def _write_archives(
     for arch, relpath in paths.items():
         report.arches[arch].archive_bytes = (out / relpath).stat().st_size
     return paths
+
+
+def _add_all(
+    writer: kpack.KpackWriter, key: str, bundle: Bundle, objects: list[CodeObject]
+) -> None:
+    for obj in objects:
+        writer.add(key, bytes(bundle.code(obj)), str(obj.target))
 
 
 def _rewrite(job: _Job, item: _Fat, out: Path, report: SplitReport) -> dict[str, Any] | None:
