@@ -14,10 +14,12 @@ from click.testing import CliRunner
 from gfxpack.artifacts import scan
 from gfxpack.cli import cli
 from gfxpack.fatbin.join import join_tree
+from gfxpack.fatbin.reader import FatBinary
 from gfxpack.fatbin.resolve import ArchNotFound, read_references, resolve
 from gfxpack.fatbin.split import data_file_arch, split_tree
 from gfxpack.kpack import KpackReader
 from tests.fatbin.conftest import TARGETS, HipBuild
+from tests.fatbin.test_bundle import ccob
 
 CONFIG = Path(__file__).parent / "package.json"
 PREFIX = "hip/demo/stage"
@@ -203,3 +205,44 @@ def test_xnack_variants_share_their_processor_archive(hip_build: HipBuild, tmp_p
             assert found.code == reader.read("stage/lib.so#0", target)
     with pytest.raises(ArchNotFound):
         resolve(installed / "lib.so", "gfx90a", environ={})
+
+
+def _compress_bundles(library: Path, out: Path) -> None:
+    """The library with bundle 0 stored as CCOB v2 (zstd) and bundle 1 as v3 (zlib), each
+    in the place of the original, zero-padded."""
+    data = bytearray(library.read_bytes())
+    with FatBinary(library) as fat:
+        assert fat.fatbin is not None
+        spans = sorted({(d.bundle.offset, d.bundle.length) for d in fat.devices})
+        base = fat.fatbin.offset
+    for (offset, length), (version, method) in zip(spans, [(2, 1), (3, 0)], strict=True):
+        packed = ccob(bytes(data[base + offset : base + offset + length]), version, method)
+        assert len(packed) < length
+        data[base + offset : base + offset + length] = packed + bytes(length - len(packed))
+    out.write_bytes(bytes(data))
+
+
+@pytest.mark.slow
+def test_compressed_bundles_split_resolve_and_join(hip_build: HipBuild, tmp_path: Path):
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    _compress_bundles(hip_build.two_files, tree / "libtwo.so")
+    with FatBinary(tree / "libtwo.so") as fat:
+        assert [d.bundle.compression for d in fat.devices] == ["zstd", "zlib"]
+        assert [d.bundle.ccob_version for d in fat.devices] == [2, 3]
+    split_tree(tree, tmp_path / "out", name="demo_lib")
+    installed = tmp_path / "installed"
+    for artifact in sorted((tmp_path / "out").iterdir()):
+        if artifact.is_dir():
+            shutil.copytree(artifact / "stage", installed, dirs_exist_ok=True)
+    with FatBinary(hip_build.two_files) as original:
+        for target in TARGETS:
+            found = resolve(installed / "libtwo.so", target, environ={})
+            assert [f.code for f in found] == [
+                bytes(d.bundle.code(o))
+                for d in original.devices
+                for o in d.bundle.code_objects
+                if str(o.target) == target
+            ]
+    join_tree(tmp_path / "out", tmp_path / "joined")
+    assert (tmp_path / "joined" / "libtwo.so").read_bytes() == (tree / "libtwo.so").read_bytes()

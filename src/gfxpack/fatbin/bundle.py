@@ -63,8 +63,9 @@ class CodeObject:
 class Bundle:
     """One bundle: its place in the section, how it was stored, its device entries.
 
-    ``data`` holds the uncompressed bundle: a view of the file for an
-    uncompressed bundle, the decompressed bytes of a ``CCOB`` one.
+    A compressed bundle is decompressed to be checked, then dropped: only
+    :meth:`contents` decompresses it again, so a file of many compressed
+    bundles never holds more than the ones in use.
     """
 
     offset: int  # in the section
@@ -73,10 +74,23 @@ class Bundle:
     ccob_version: int | None
     host_triples: tuple[str, ...]
     code_objects: tuple[CodeObject, ...]
-    data: memoryview
+    stored: memoryview  # its bytes in the section
+    uncompressed_size: int
+    payload_start: int = 0  # where a CCOB bundle's compressed stream starts in ``stored``
 
-    def code(self, obj: CodeObject) -> memoryview:
-        return self.data[obj.offset : obj.offset + obj.size]
+    def contents(self) -> memoryview:
+        """The uncompressed bundle: a view of the file, or freshly decompressed bytes."""
+        if self.compression is None:
+            return self.stored
+        data, _ = _decompress(
+            self.compression, self.stored[self.payload_start :], self.uncompressed_size
+        )
+        return memoryview(data)
+
+    def code(self, obj: CodeObject, contents: memoryview | None = None) -> memoryview:
+        """One code object's bytes, from ``contents`` when the caller already has them."""
+        data = self.contents() if contents is None else contents
+        return data[obj.offset : obj.offset + obj.size]
 
 
 def parse(section: memoryview, offset: int) -> Bundle:
@@ -89,7 +103,7 @@ def parse(section: memoryview, offset: int) -> Bundle:
     if bytes(view[: len(MAGIC)]) != MAGIC:
         raise BundleError(f"bad magic {bytes(view[:24])!r}, expected {MAGIC.decode()} or CCOB")
     length, hosts, objects = _parse_uncompressed(view)
-    return Bundle(offset, length, None, None, hosts, objects, view[:length])
+    return Bundle(offset, length, None, None, hosts, objects, view[:length], length)
 
 
 def _parse_uncompressed(view: memoryview) -> tuple[int, tuple[str, ...], tuple[CodeObject, ...]]:
@@ -192,9 +206,12 @@ def _parse_compressed(view: memoryview, offset: int) -> Bundle:
         )
     if bytes(data[: len(MAGIC)]) != MAGIC:
         raise BundleError("CCOB payload does not decompress to an offload bundle")
-    inner = memoryview(data)
-    _length, hosts, objects = _parse_uncompressed(inner)
-    return Bundle(offset, header_size + consumed, METHODS[method], version, hosts, objects, inner)
+    _length, hosts, objects = _parse_uncompressed(memoryview(data))
+    length = header_size + consumed
+    return Bundle(
+        offset, length, METHODS[method], version, hosts, objects, view[:length], uncompressed,
+        header_size,
+    )  # fmt: skip
 
 
 def _decompress(method: str, payload: memoryview, expected: int) -> tuple[bytearray, int]:

@@ -42,7 +42,7 @@ from gfxpack import kpack
 from gfxpack.artifacts import MANIFEST, THEROCK_MANIFEST, _read_manifest
 from gfxpack.errors import GfxpackError
 from gfxpack.fatbin import InvalidFatBinary
-from gfxpack.fatbin.bundle import Bundle, CodeObject
+from gfxpack.fatbin.bundle import CodeObject
 from gfxpack.fatbin.reader import FatBinary
 from gfxpack.fatbin.rewrite import NotWorthSplitting, split_binary
 from gfxpack.fatbin.targets import MACH
@@ -416,8 +416,9 @@ def _write_archives(
                     by_arch: dict[str, list[CodeObject]] = {}
                     for obj in device.bundle.code_objects:
                         by_arch.setdefault(obj.target.processor, []).append(obj)
+                    contents = device.bundle.contents()  # one bundle decompressed at a time
                     adds = [
-                        pool.submit(_add_all, writers[arch], key, device.bundle, objects)
+                        pool.submit(_add_all, writers[arch], key, contents, objects)
                         for arch, objects in by_arch.items()
                     ]
                     for add in adds:
@@ -437,10 +438,10 @@ def _write_archives(
 
 
 def _add_all(
-    writer: kpack.KpackWriter, key: str, bundle: Bundle, objects: list[CodeObject]
+    writer: kpack.KpackWriter, key: str, contents: memoryview, objects: list[CodeObject]
 ) -> None:
     for obj in objects:
-        writer.add(key, bytes(bundle.code(obj)), str(obj.target))
+        writer.add(key, bytes(contents[obj.offset : obj.offset + obj.size]), str(obj.target))
 
 
 def _rewrite(job: _Job, item: _Fat, out: Path, report: SplitReport) -> dict[str, Any] | None:
