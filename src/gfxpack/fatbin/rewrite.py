@@ -106,24 +106,35 @@ def reference(kernel_name: str, search_paths: list[str]) -> bytes:
 
 
 def split_binary(
-    fat: FatBinary, out: BinaryIO, kernel_name: str, search_paths: list[str], archive_of: Any
+    fat: FatBinary,
+    out: BinaryIO,
+    kernel_name: str,
+    search_paths: list[str],
+    archive_of: Any,
+    original_sha256: str | None = None,
 ) -> Recipe:
     """Write the host part of ``fat`` to ``out``; return how to undo it.
 
     ``archive_of(target)`` names the archive a target's code objects go to (it
-    only labels the recipe). Raises :class:`NotWorthSplitting` when the device
+    only labels the recipe); ``original_sha256`` is the input's digest when the
+    caller already computed it. Raises :class:`NotWorthSplitting` when the device
     code spans fewer than two full pages, InvalidFatBinary when the layout
     cannot be rewritten.
     """
     try:
-        return _split_binary(fat, out, kernel_name, search_paths, archive_of)
+        return _split_binary(fat, out, kernel_name, search_paths, archive_of, original_sha256)
     except struct.error:
         # A header field the rewrite moved no longer fits its width (a corrupt input).
         raise _fail(fat, "a header field is out of range once moved") from None
 
 
 def _split_binary(
-    fat: FatBinary, out: BinaryIO, kernel_name: str, search_paths: list[str], archive_of: Any
+    fat: FatBinary,
+    out: BinaryIO,
+    kernel_name: str,
+    search_paths: list[str],
+    archive_of: Any,
+    original_sha256: str | None,
 ) -> Recipe:
     assert fat.elf is not None and fat.fatbin is not None
     image, fatbin, data = fat.elf, fat.fatbin, fat.view
@@ -232,17 +243,15 @@ def _split_binary(
         if offset < end and offset + len(patch) > start:
             raise _fail(fat, f"bytes to patch at {offset} lie inside {fatbin.name}")
 
-    digest = hashlib.sha256()
-    _write_patched(out, data, 0, start, patches, digest)
+    _write_patched(out, data, 0, start, patches)
     out.write(page)
-    _hash_range(digest, data, start, end)
-    _write_patched(out, data, end, image.size, patches, digest)
+    _write_patched(out, data, end, image.size, patches)
     out.write(new_names)
     out.write(bytes(table_at - names_at - len(new_names)))
     for section in sections:
         out.write(section.pack())
 
-    recipe = Recipe(image.size, digest.hexdigest(), start, end, PAGE)
+    recipe = Recipe(image.size, original_sha256 or sha256_of(data), start, end, PAGE)
     recipe.pieces = list(_pieces(fat, start, end, kernel_name, archive_of))
     recipe.patches = sorted(
         (offset, bytes(data[offset : offset + len(p)])) for offset, p in patches.items()
@@ -321,31 +330,32 @@ def _gap(data: memoryview, first: int, last: int) -> Iterator[list[Any]]:
 
 
 def _write_patched(
-    out: BinaryIO, data: memoryview, first: int, last: int, patches: dict[int, bytes], digest: Any
+    out: BinaryIO, data: memoryview, first: int, last: int, patches: dict[int, bytes]
 ) -> None:
-    """Copy ``data[first:last]`` with patches applied; hash the unpatched bytes."""
+    """Copy ``data[first:last]`` with patches applied."""
     position = first
     for offset in sorted(patches):
         patch = patches[offset]
         if offset + len(patch) <= first or offset >= last:
             continue
-        _copy(out, data, position, offset, digest)
+        _copy(out, data, position, offset)
         out.write(patch)
-        digest.update(data[offset : offset + len(patch)])
         position = offset + len(patch)
-    _copy(out, data, position, last, digest)
+    _copy(out, data, position, last)
 
 
-def _copy(out: BinaryIO, data: memoryview, first: int, last: int, digest: Any) -> None:
+def _copy(out: BinaryIO, data: memoryview, first: int, last: int) -> None:
     for chunk_start in range(first, last, COPY_CHUNK):
-        chunk = data[chunk_start : min(last, chunk_start + COPY_CHUNK)]
-        out.write(chunk)
-        digest.update(chunk)
+        out.write(data[chunk_start : min(last, chunk_start + COPY_CHUNK)])
 
 
-def _hash_range(digest: Any, data: memoryview, first: int, last: int) -> None:
-    for chunk_start in range(first, last, COPY_CHUNK):
-        digest.update(data[chunk_start : min(last, chunk_start + COPY_CHUNK)])
+def sha256_of(data: memoryview) -> str:
+    """The sha256 of a whole file's bytes (hashlib releases the GIL: callers may run
+    it in a thread while other work goes on)."""
+    digest = hashlib.sha256()
+    for chunk_start in range(0, len(data), COPY_CHUNK):
+        digest.update(data[chunk_start : chunk_start + COPY_CHUNK])
+    return digest.hexdigest()
 
 
 def _align_up(value: int, alignment: int) -> int:

@@ -44,7 +44,7 @@ from gfxpack.errors import GfxpackError
 from gfxpack.fatbin import InvalidFatBinary
 from gfxpack.fatbin.bundle import CodeObject
 from gfxpack.fatbin.reader import FatBinary
-from gfxpack.fatbin.rewrite import NotWorthSplitting, split_binary
+from gfxpack.fatbin.rewrite import NotWorthSplitting, sha256_of, split_binary
 from gfxpack.fatbin.targets import MACH
 from gfxpack.plan.artifact_index import ARTIFACT_DIR, GENERIC
 
@@ -305,9 +305,13 @@ def _split_job(job: _Job, out: Path, report: SplitReport, jobs: int) -> dict[str
                 _place(root / relpath, destination, entry)
                 files.append([f"{target_dir}/{prefix}/{relpath}", original, entry, None])
                 report.copied += entry == "file"
-        archives = _write_archives(job, fat, out, report, jobs, arch_dirs)
-        for item in fat:
-            recipe = _rewrite(job, item, out, report)
+        # Each original's digest (for join to check) is computed while archives fill.
+        with ThreadPoolExecutor(1) as hasher:
+            digests = [hasher.submit(sha256_of, item.binary.view) for item in fat]
+            archives = _write_archives(job, fat, out, report, jobs, arch_dirs)
+            sums = [digest.result() for digest in digests]
+        for item, digest in zip(fat, sums, strict=True):
+            recipe = _rewrite(job, item, out, report, digest)
             files.append([item.out_path, item.original, "binary" if recipe else "file", recipe])
     finally:
         for item in fat:
@@ -444,7 +448,9 @@ def _add_all(
         writer.add(key, bytes(contents[obj.offset : obj.offset + obj.size]), str(obj.target))
 
 
-def _rewrite(job: _Job, item: _Fat, out: Path, report: SplitReport) -> dict[str, Any] | None:
+def _rewrite(
+    job: _Job, item: _Fat, out: Path, report: SplitReport, digest: str
+) -> dict[str, Any] | None:
     """Write the host part of one fat binary; its join recipe, or None if kept whole.
 
     The search path leads from the binary's directory to the archive once every
@@ -458,7 +464,9 @@ def _rewrite(job: _Job, item: _Fat, out: Path, report: SplitReport) -> dict[str,
     kernel_name = f"{item.prefix}/{item.relpath}"
     try:
         with open(destination, "wb") as handle:
-            recipe = split_binary(binary, handle, kernel_name, [search], lambda t: t.processor)
+            recipe = split_binary(
+                binary, handle, kernel_name, [search], lambda t: t.processor, digest
+            )
     except NotWorthSplitting as e:
         destination.unlink()
         report.notes.append(f"{binary.path}: kept whole: {e}")
