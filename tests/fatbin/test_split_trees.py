@@ -147,6 +147,8 @@ def test_cli_split_prints_a_summary_and_json(hip_build: HipBuild, tmp_path: Path
         (["--out", "{tmp}/o"], "give --name NAME_COMPONENT"),
         (["--out", "{tmp}/o", "--name", "Bad"], "--name 'Bad': expected <name>_<component>"),
         (["--out", "{tmp}/o", "--name", "a_lib", "--kpack-dir", "../x"], "expected a path inside"),
+        (["--out", "{tmp}/in/o", "--name", "a_lib"], "must not be inside the input"),
+        (["--out", "{tmp}", "--name", "a_lib", "--force"], "must not contain the input"),
     ],
 )
 def test_cli_errors_are_one_line(tmp_path: Path, args: list[str], message: str):

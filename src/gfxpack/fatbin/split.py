@@ -173,6 +173,8 @@ def split_tree(
     resolved_out, resolved_source = out.resolve(), source.resolve()
     if resolved_out == resolved_source or resolved_source in resolved_out.parents:
         raise SplitError(f"{out}: must not be inside the input {source}")
+    if resolved_out in resolved_source.parents:
+        raise SplitError(f"{out}: must not contain the input {source}")
     fat_dirs, copied_dirs = _therock_layout(source)
     if fat_dirs or copied_dirs:
         if name is not None:
