@@ -55,14 +55,19 @@ class HipBuild:
     root: Path
     two_files: Path  # libtwo.so: two bundles
     one_file: Path  # libone.so: one bundle
-    program: Path  # an executable
+    program: Path  # a position-independent executable
+    fixed_program: Path  # the same built -no-pie: absolute pointers, a PT_PHDR to move
     variants: Path  # libvariants.so: gfx90a:xnack+ and gfx90a:xnack-
 
 
 def _hipcc(
-    out: Path, sources: list[Path], shared: bool, targets: tuple[str, ...] = TARGETS
+    out: Path,
+    sources: list[Path],
+    shared: bool,
+    targets: tuple[str, ...] = TARGETS,
+    extra: tuple[str, ...] = (),
 ) -> None:
-    command = ["hipcc", "-O1", *[f"--offload-arch={t}" for t in targets]]
+    command = ["hipcc", "-O1", *[f"--offload-arch={t}" for t in targets], *extra]
     if shared:
         command += ["-fPIC", "-shared"]
     command += [str(s) for s in sources] + ["-o", str(out)]
@@ -87,11 +92,17 @@ def build_once(tmp_path_factory: pytest.TempPathFactory) -> HipBuild:
     for name, text in sources.items():
         (root / name).write_text(text)
     build = HipBuild(
-        root, root / "libtwo.so", root / "libone.so", root / "fill", root / "variants" / "lib.so"
+        root,
+        root / "libtwo.so",
+        root / "libone.so",
+        root / "fill",
+        root / "fill-no-pie",
+        root / "variants" / "lib.so",
     )
     _hipcc(build.two_files, [root / "a.hip", root / "b.hip"], shared=True)
     _hipcc(build.one_file, [root / "a.hip"], shared=True)
     _hipcc(build.program, [root / "fill.hip"], shared=False)
+    _hipcc(build.fixed_program, [root / "fill.hip"], False, extra=("-no-pie",))
     build.variants.parent.mkdir()
     _hipcc(build.variants, [root / "b.hip"], True, ("gfx90a:xnack+", "gfx90a:xnack-"))
     _BUILT.append(build)

@@ -72,3 +72,17 @@ def test_already_split_binary_is_refused(hip_build: HipBuild, tmp_path):
     host = tmp_path / "out" / "demo_lib_generic" / "stage" / "libtwo.so"
     with pytest.raises(InvalidFatBinary, match="already split"):
         FatBinary(host)
+
+
+@pytest.mark.slow
+def test_device_code_without_wrappers_is_kept_whole_with_a_note(hip_build: HipBuild, tmp_path):
+    data = hip_build.one_file.read_bytes()
+    assert data.count(b".hipFatBinSegment\0") == 1
+    path = _write(tmp_path, data.replace(b".hipFatBinSegment\0", b".hipFatBinSegmenZ\0"))
+    report = split_tree(tmp_path / "tree", tmp_path / "out", name="demo_lib")
+    assert report.binaries == 0
+    assert report.notes == [f"{path}: kept whole: .hip_fatbin has no .hipFatBinSegment wrappers "
+                            "pointing at it"]  # fmt: skip
+    copied = tmp_path / "out" / "demo_lib_generic" / "stage" / "lib" / "libbad.so"
+    assert copied.read_bytes() == path.read_bytes()
+    assert not list((tmp_path / "out").glob("*/stage/.kpack"))

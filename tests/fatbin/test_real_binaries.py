@@ -19,7 +19,12 @@ from gfxpack.fatbin.split import read_index, split_tree
 from tests.fatbin.conftest import BUNDLER, TARGETS, HipBuild
 
 PAGE = 4096
-LAYOUT = {"two": "usr/lib/libtwo.so.1", "one": "usr/lib/libone.so.1", "fill": "usr/bin/fill"}
+LAYOUT = {
+    "two": "usr/lib/libtwo.so.1",
+    "one": "usr/lib/libone.so.1",
+    "fill": "usr/bin/fill",
+    "fill-no-pie": "usr/bin/fill-no-pie",
+}
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +35,7 @@ def split_out(hip_build: HipBuild, tmp_path_factory: pytest.TempPathFactory) -> 
         ("two", hip_build.two_files),
         ("one", hip_build.one_file),
         ("fill", hip_build.program),
+        ("fill-no-pie", hip_build.fixed_program),
     ):
         (tree / LAYOUT[key]).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, tree / LAYOUT[key])
@@ -138,9 +144,10 @@ def test_split_library_still_loads(split_out, key, symbol, value):
 
 
 @pytest.mark.slow
-def test_split_executable_still_starts(split_out):
+@pytest.mark.parametrize("key", ["fill", "fill-no-pie"])
+def test_split_executable_still_starts(split_out, key):
     result = subprocess.run(
-        [str(_host(split_out, "fill")), "--help"], capture_output=True, text=True, timeout=60
+        [str(_host(split_out, key)), "--help"], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "usage: fill [--help]"
@@ -149,7 +156,7 @@ def test_split_executable_still_starts(split_out):
 @pytest.mark.slow
 def test_join_restores_every_byte(split_out):
     joined = split_out["root"] / "joined"
-    assert join_tree(split_out["out"], joined) == 3
+    assert join_tree(split_out["out"], joined) == 4
     for relpath in LAYOUT.values():
         assert (joined / relpath).read_bytes() == (split_out["tree"] / relpath).read_bytes()
     assert (joined / "usr/lib/libtwo.so").readlink() == Path("libtwo.so.1")

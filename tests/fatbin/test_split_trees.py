@@ -132,7 +132,7 @@ def test_cli_split_prints_a_summary_and_json(hip_build: HipBuild, tmp_path: Path
     )  # fmt: skip
     assert again.exit_code == 0, again.output
     summary = json.loads(again.output)
-    assert summary["binaries"] == 4  # libtwo, libone, fill, variants/lib.so
+    assert summary["binaries"] == 5  # libtwo, libone, fill, fill-no-pie, variants/lib.so
     assert set(summary["arches"]) == {"gfx1030", "gfx906", "gfx90a"}
     assert summary["host_bytes"] < summary["fat_bytes"]
 
