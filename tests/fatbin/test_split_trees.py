@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import msgpack
 import pytest
 from click.testing import CliRunner
 
@@ -248,3 +249,29 @@ def test_compressed_bundles_split_resolve_and_join(hip_build: HipBuild, tmp_path
             ]
     join_tree(tmp_path / "out", tmp_path / "joined")
     assert (tmp_path / "joined" / "libtwo.so").read_bytes() == (tree / "libtwo.so").read_bytes()
+
+
+@pytest.mark.slow
+def test_join_checks_every_byte_and_writes_nothing_on_a_mismatch(
+    hip_build: HipBuild, tmp_path: Path
+):
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    shutil.copy2(hip_build.one_file, tree / "libone.so")
+    split_tree(tree, tmp_path / "out", name="demo_lib")
+    index_path = tmp_path / "out" / "gfxpack-split.msgpack"
+    index = msgpack.unpackb(index_path.read_bytes())
+    (_, _, kind, recipe) = index["jobs"][0]["files"][-1]
+    assert kind == "binary"
+    literal = next(p for p in recipe["pieces"] if p[0] == 1)
+    literal[1] = bytes([literal[1][0] ^ 1]) + literal[1][1:]  # one bit of a bundle header
+    index_path.write_bytes(msgpack.packb(index, use_bin_type=True))
+    result = CliRunner().invoke(cli, ["join", str(tmp_path / "out"), "--out", str(tmp_path / "j")])
+    assert result.exit_code == 1
+    assert "libone.so: the joined bytes differ from the original (sha256 mismatch)" in result.stderr
+    assert not (tmp_path / "j").exists()
+    zero = next(p for p in recipe["pieces"] if p[0] == 0)
+    zero[1] = 1 << 50  # a size no one should allocate
+    index_path.write_bytes(msgpack.packb(index, use_bin_type=True))
+    result = CliRunner().invoke(cli, ["join", str(tmp_path / "out"), "--out", str(tmp_path / "j")])
+    assert "does not add up to the original's size" in result.stderr

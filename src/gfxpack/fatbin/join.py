@@ -31,6 +31,7 @@ class JoinError(GfxpackError, ValueError):
 
 def join_binary(host: Path, recipe: Recipe, lookup: CodeLookup, out: BinaryIO) -> None:
     """Write the original of ``host`` to ``out``; JoinError when it does not match."""
+    _check_pieces(host, recipe)
     digest = hashlib.sha256()
     host_size = host.stat().st_size
     body = recipe.original_size - recipe.end  # bytes after the removed range
@@ -48,7 +49,8 @@ def join_binary(host: Path, recipe: Recipe, lookup: CodeLookup, out: BinaryIO) -
         for piece in recipe.pieces:
             kind = piece[0]
             if kind == 0:
-                emit(bytes(piece[1]))
+                for run in range(0, piece[1], COPY_CHUNK):
+                    emit(bytes(min(COPY_CHUNK, piece[1] - run)))
             elif kind == 1:
                 emit(piece[1])
             else:
@@ -64,6 +66,31 @@ def join_binary(host: Path, recipe: Recipe, lookup: CodeLookup, out: BinaryIO) -
         _copy_unpatched(source, recipe.start + recipe.page, recipe.end, body, patches, emit)
     if digest.hexdigest() != recipe.sha256:
         raise JoinError(f"{host}: the joined bytes differ from the original (sha256 mismatch)")
+
+
+def _check_pieces(host: Path, recipe: Recipe) -> None:
+    """The pieces must rebuild exactly the removed range: sizes are checked before
+    anything is allocated or written."""
+    total = 0
+    for piece in recipe.pieces:
+        if not isinstance(piece, list) or not piece or piece[0] not in (0, 1, 2):
+            raise JoinError(f"{host}: malformed piece {piece!r:.60} in the split record")
+        if piece[0] == 0 and isinstance(piece[1], int) and piece[1] >= 0:
+            total += piece[1]
+        elif piece[0] == 1 and isinstance(piece[1], bytes):
+            total += len(piece[1])
+        elif (
+            piece[0] == 2
+            and len(piece) == 6
+            and all(isinstance(n, int) and n >= 0 for n in piece[4:])
+        ):
+            total += piece[5]
+        else:
+            raise JoinError(f"{host}: malformed piece {piece!r:.60} in the split record")
+    if not 0 <= recipe.start <= recipe.end <= recipe.original_size or total != (
+        recipe.end - recipe.start
+    ):
+        raise JoinError(f"{host}: the split record does not add up to the original's size")
 
 
 def _copy_unpatched(
