@@ -4,6 +4,7 @@ dynamic loader for the libraries, the kernel for the executable."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -11,7 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from gfxpack.cli import cli
 from gfxpack.fatbin.join import join_tree
 from gfxpack.fatbin.reader import FatBinary
 from gfxpack.fatbin.resolve import ArchiveNotFound, ArchNotFound, resolve
@@ -190,3 +193,31 @@ def test_missing_archive_and_missing_arch_are_different_errors(split_out):
     # The prefix is searched first; the override replaces the embedded paths.
     found = resolve(library, "gfx90a", environ={"ROCM_KPACK_PATH_PREFIX": str(archive)})
     assert {item.archive for item in found} == {archive}
+
+
+@pytest.mark.slow
+def test_cli_resolve_prints_and_writes_each_code_object(split_out, tmp_path, monkeypatch):
+    monkeypatch.delenv("ROCM_KPACK_PATH", raising=False)
+    monkeypatch.delenv("ROCM_KPACK_PATH_PREFIX", raising=False)
+    monkeypatch.delenv("ROCM_KPACK_DISABLE", raising=False)
+    library = split_out["installed"] / LAYOUT["two"]
+    runner = CliRunner()
+    result = runner.invoke(
+        cli, ["kpack", "resolve", str(library), "--arch", "gfx1030", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[1].startswith("1: stage/usr/lib/libtwo.so.1#1 [gfx1030] in ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0.hsaco", "1.hsaco"]
+    assert (tmp_path / "0.hsaco").read_bytes()[:4] == b"\x7fELF"
+    listed = json.loads(
+        runner.invoke(cli, ["kpack", "resolve", str(library), "--arch", "gfx1030", "--json"]).output
+    )
+    assert [row["index"] for row in listed["code_objects"]] == [0, 1]
+    monkeypatch.setenv("ROCM_KPACK_DISABLE", "1")
+    off = runner.invoke(cli, ["kpack", "resolve", str(library), "--arch", "gfx1030"])
+    assert off.exit_code == 1 and "turned off by ROCM_KPACK_DISABLE" in off.stderr
+    monkeypatch.delenv("ROCM_KPACK_DISABLE")
+    fat = runner.invoke(
+        cli, ["kpack", "resolve", str(split_out["tree"] / LAYOUT["two"]), "--arch", "gfx1030"]
+    )
+    assert fat.exit_code == 1 and "not split" in fat.stderr
