@@ -98,6 +98,16 @@ class Recipe:
         )
 
 
+def too_small(fat: FatBinary) -> str | None:
+    """Why splitting would not pay (the reference itself takes a page), or None."""
+    assert fat.fatbin is not None
+    start = _align_up(fat.fatbin.offset, PAGE)
+    end = (fat.fatbin.offset + fat.fatbin.size) // PAGE * PAGE
+    if end - start < 2 * PAGE:
+        return f"device code spans {max(0, end - start) // PAGE} full pages, fewer than 2"
+    return None
+
+
 def reference(kernel_name: str, search_paths: list[str]) -> bytes:
     packed: bytes = msgpack.packb(
         {"kernel_name": kernel_name, "kpack_search_paths": search_paths}, use_bin_type=True
@@ -138,10 +148,11 @@ def _split_binary(
 ) -> Recipe:
     assert fat.elf is not None and fat.fatbin is not None
     image, fatbin, data = fat.elf, fat.fatbin, fat.view
+    reason = too_small(fat)
+    if reason:
+        raise NotWorthSplitting(reason)
     start = _align_up(fatbin.offset, PAGE)
     end = (fatbin.offset + fatbin.size) // PAGE * PAGE
-    if end - start < 2 * PAGE:
-        raise NotWorthSplitting(f"device code spans {max(0, end - start) // PAGE} full pages")
     if (fatbin.addr - fatbin.offset) % PAGE:
         raise _fail(fat, f"{fatbin.name}'s address and file offset differ modulo {PAGE}")
     removed = end - start - PAGE  # bytes the file shrinks by

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgpack
 
@@ -44,7 +44,7 @@ from gfxpack.errors import GfxpackError
 from gfxpack.fatbin import InvalidFatBinary
 from gfxpack.fatbin.bundle import CodeObject
 from gfxpack.fatbin.reader import FatBinary
-from gfxpack.fatbin.rewrite import NotWorthSplitting, sha256_of, split_binary
+from gfxpack.fatbin.rewrite import NotWorthSplitting, sha256_of, split_binary, too_small
 from gfxpack.fatbin.targets import MACH
 from gfxpack.plan.artifact_index import ARTIFACT_DIR, GENERIC
 
@@ -104,10 +104,9 @@ class SplitReport:
 
 
 @dataclass(frozen=True)
-class _Fat:
-    """A fat binary found in a prefix, and where its host part goes."""
+class _Found:
+    """A file found in a prefix, and where its host part would go."""
 
-    binary: FatBinary
     generic: str
     prefix: str
     relpath: str  # inside the prefix
@@ -271,9 +270,11 @@ def _therock_job(source: Path, directory: str, kpack_dir: str | None) -> _Job:
 
 
 def _split_job(job: _Job, out: Path, report: SplitReport, jobs: int) -> dict[str, Any]:
+    """Walk the job's prefixes once: each fat binary is split (code objects into the
+    archives, host part rewritten) and closed as soon as it is reached, so open
+    files and maps stay bounded whatever the tree's size."""
     generic = f"{job.group}_{GENERIC}"
     files: list[list[Any]] = []  # [output path, original path, kind, recipe or None]
-    fat: list[_Fat] = []
     arch_dirs: dict[str, set[str]] = {}  # arch directory -> prefixes it holds
     (out / generic).mkdir()
     if job.manifest is not None:
@@ -281,52 +282,82 @@ def _split_job(job: _Job, out: Path, report: SplitReport, jobs: int) -> dict[str
         files.append([f"{generic}/{MANIFEST}", f"{job.source}/{MANIFEST}", "file", None])
     else:
         (out / generic / MANIFEST).write_text(f"{TREE_PREFIX}\n")
-    try:
-        for prefix, root in job.prefixes:
-            if not root.is_dir():
-                continue
-            for relpath, entry in _walk(root):
-                original = _original_path(job, prefix, relpath)
-                arch = data_file_arch(relpath) if entry == "file" else None
-                if entry == "file":
-                    binary = FatBinary(root / relpath)
-                    if binary.devices:
-                        fat.append(_Fat(binary, generic, prefix, relpath, original))
-                        continue
-                    if binary.unsplittable:
-                        report.notes.append(f"{root / relpath}: kept whole: {binary.unsplittable}")
-                    binary.close()
-                target_dir = generic
-                if arch is not None:
-                    target_dir = f"{job.group}_{arch}"
-                    arch_dirs.setdefault(target_dir, set()).add(prefix)
-                    totals = report.arches.setdefault(arch, ArchTotals())
-                    totals.data_files += 1
-                    totals.data_bytes += (root / relpath).lstat().st_size
-                destination = out / target_dir / prefix / relpath
-                _place(root / relpath, destination, entry)
-                files.append([f"{target_dir}/{prefix}/{relpath}", original, entry, None])
-                report.copied += entry == "file"
-        # Each original's digest (for join to check) is computed while archives fill.
-        with ThreadPoolExecutor(1) as hasher:
-            digests = [hasher.submit(sha256_of, item.binary.view) for item in fat]
-            archives = _write_archives(job, fat, out, report, jobs, arch_dirs)
-            sums = [digest.result() for digest in digests]
-        for item, digest in zip(fat, sums, strict=True):
-            recipe = _rewrite(job, item, out, report, digest)
-            files.append([item.out_path, item.original, "binary" if recipe else "file", recipe])
-    finally:
-        for item in fat:
-            item.binary.close()
+    archives = _Archives(job, out, report, arch_dirs)
+    with ThreadPoolExecutor(jobs) as pool, ThreadPoolExecutor(1) as hasher:
+        try:
+            for prefix, root in job.prefixes:
+                if not root.is_dir():
+                    continue
+                for relpath, entry in _walk(root):
+                    item = _Found(generic, prefix, relpath, _original_path(job, prefix, relpath))
+                    done = None
+                    if entry == "file":
+                        done = _split_file(job, out, report, archives, (pool, hasher), root, item)
+                    files.append(
+                        done
+                        or _copy_entry(job, out, report, arch_dirs, prefix, root, relpath, entry)
+                    )
+        finally:
+            paths = archives.close()
     for directory, prefixes in sorted(arch_dirs.items()):
         (out / directory / MANIFEST).write_text("".join(f"{p}\n" for p in sorted(prefixes)))
     return {
         "group": job.group,
         "source": job.source,
         "generic": generic,
-        "archives": archives,
+        "archives": paths,
         "files": files,
     }
+
+
+def _split_file(
+    job: _Job,
+    out: Path,
+    report: SplitReport,
+    archives: _Archives,
+    executors: tuple[ThreadPoolExecutor, ThreadPoolExecutor],
+    root: Path,
+    item: _Found,
+) -> list[Any] | None:
+    """Split one file if it carries device code worth splitting: its index entry,
+    or None when it is to be copied as it is."""
+    pool, hasher = executors
+    with FatBinary(root / item.relpath) as binary:
+        reason = binary.unsplittable or (too_small(binary) if binary.devices else None)
+        if reason:
+            report.notes.append(f"{binary.path}: kept whole: {reason}")
+        if reason or not binary.devices:
+            return None
+        # The original's digest (join checks it) is computed while its code
+        # objects are compressed.
+        digest = hasher.submit(sha256_of, binary.view)
+        archives.add(binary, item, pool)
+        recipe = _rewrite(job, binary, item, out, report, digest.result())
+        return [item.out_path, item.original, "binary" if recipe else "file", recipe]
+
+
+def _copy_entry(
+    job: _Job,
+    out: Path,
+    report: SplitReport,
+    arch_dirs: dict[str, set[str]],
+    prefix: str,
+    root: Path,
+    relpath: str,
+    entry: str,
+) -> list[Any]:
+    """Place a file without device code: its arch's artifact when its name says one."""
+    target_dir = f"{job.group}_{GENERIC}"
+    arch = data_file_arch(relpath) if entry == "file" else None
+    if arch is not None:
+        target_dir = f"{job.group}_{arch}"
+        arch_dirs.setdefault(target_dir, set()).add(prefix)
+        totals = report.arches.setdefault(arch, ArchTotals())
+        totals.data_files += 1
+        totals.data_bytes += (root / relpath).lstat().st_size
+    _place(root / relpath, out / target_dir / prefix / relpath, entry)
+    report.copied += entry == "file"
+    return [f"{target_dir}/{prefix}/{relpath}", _original_path(job, prefix, relpath), entry, None]
 
 
 def _original_path(job: _Job, prefix: str, relpath: str) -> str:
@@ -382,65 +413,65 @@ def _archive_name(group: str, arch: str) -> str:
     return f"{group}_{arch}.kpack"
 
 
-def _write_archives(
-    job: _Job,
-    fat: list[_Fat],
-    out: Path,
-    report: SplitReport,
-    jobs: int,
-    arch_dirs: dict[str, set[str]],
-) -> dict[str, str]:
-    """One archive per processor holding every code object of the artifact; returns
-    processor -> archive path (relative to OUT)."""
-    targets: dict[str, set[str]] = {}
-    for item in fat:
-        for device in item.binary.devices:
-            for obj in device.bundle.code_objects:
-                targets.setdefault(obj.target.processor, set()).add(str(obj.target))
-    paths = {
-        arch: posixpath.join(
-            f"{job.group}_{arch}", job.kpack_prefix, job.kpack_dir, _archive_name(job.group, arch)
-        )
-        for arch in sorted(targets)
-    }
-    handles, writers = {}, {}
-    try:
-        for arch, relpath in paths.items():
-            arch_dirs.setdefault(f"{job.group}_{arch}", set()).add(job.kpack_prefix)
-            (out / relpath).parent.mkdir(parents=True, exist_ok=True)
-            handles[arch] = open(out / relpath, "wb")  # noqa: SIM115 - closed below
-            writers[arch] = kpack.KpackWriter(
-                handles[arch], job.group, arch, arches=sorted(targets[arch])
+class _Archives:
+    """The job's archives, one per processor, each opened when its first code object
+    comes (so ``gfx_arches`` lists exactly the target ids it holds)."""
+
+    def __init__(self, job: _Job, out: Path, report: SplitReport, arch_dirs: dict[str, set[str]]):
+        self._job, self._out, self._report, self._arch_dirs = job, out, report, arch_dirs
+        self._handles: dict[str, BinaryIO] = {}
+        self._writers: dict[str, kpack.KpackWriter] = {}
+        self.paths: dict[str, str] = {}  # processor -> archive path relative to OUT
+
+    def _writer(self, arch: str, target: str) -> kpack.KpackWriter:
+        if arch not in self._writers:
+            job = self._job
+            directory = f"{job.group}_{arch}"
+            relpath = posixpath.join(
+                directory, job.kpack_prefix, job.kpack_dir, _archive_name(job.group, arch)
             )
-        with ThreadPoolExecutor(jobs) as pool:
-            for item in fat:
-                kernel_name = f"{item.prefix}/{item.relpath}"
-                for device in item.binary.devices:
-                    key = f"{kernel_name}#{device.wrapper.index}"
-                    # Archives fill concurrently (zstd releases the GIL), each from one
-                    # thread, in bundle order: xnack variants share their processor's.
-                    by_arch: dict[str, list[CodeObject]] = {}
-                    for obj in device.bundle.code_objects:
-                        by_arch.setdefault(obj.target.processor, []).append(obj)
-                    contents = device.bundle.contents()  # one bundle decompressed at a time
-                    adds = [
-                        pool.submit(_add_all, writers[arch], key, contents, objects)
-                        for arch, objects in by_arch.items()
-                    ]
-                    for add in adds:
-                        add.result()
-                    for obj in device.bundle.code_objects:
-                        totals = report.arches.setdefault(obj.target.processor, ArchTotals())
-                        totals.code_objects += 1
-                        totals.code_bytes += obj.size
-        for writer in writers.values():
-            writer.close()
-    finally:
-        for handle in handles.values():
-            handle.close()
-    for arch, relpath in paths.items():
-        report.arches[arch].archive_bytes = (out / relpath).stat().st_size
-    return paths
+            self._arch_dirs.setdefault(directory, set()).add(job.kpack_prefix)
+            (self._out / relpath).parent.mkdir(parents=True, exist_ok=True)
+            self._handles[arch] = open(self._out / relpath, "wb")  # noqa: SIM115 - see close()
+            self._writers[arch] = kpack.KpackWriter(
+                self._handles[arch], job.group, arch, arches=[target]
+            )
+            self.paths[arch] = relpath
+        return self._writers[arch]
+
+    def add(self, binary: FatBinary, item: _Found, pool: ThreadPoolExecutor) -> None:
+        """Every code object of one binary, under ``<prefix>/<path>#<wrapper index>``."""
+        kernel_name = f"{item.prefix}/{item.relpath}"
+        for device in binary.devices:
+            key = f"{kernel_name}#{device.wrapper.index}"
+            # Archives fill concurrently (zstd releases the GIL), each from one
+            # thread, in bundle order: xnack variants share their processor's.
+            by_arch: dict[str, list[CodeObject]] = {}
+            for obj in device.bundle.code_objects:
+                by_arch.setdefault(obj.target.processor, []).append(obj)
+                totals = self._report.arches.setdefault(obj.target.processor, ArchTotals())
+                totals.code_objects += 1
+                totals.code_bytes += obj.size
+            contents = device.bundle.contents()  # one bundle decompressed at a time
+            adds = [
+                pool.submit(
+                    _add_all, self._writer(arch, str(objects[0].target)), key, contents, objects
+                )
+                for arch, objects in by_arch.items()
+            ]
+            for add in adds:
+                add.result()
+
+    def close(self) -> dict[str, str]:
+        try:
+            for writer in self._writers.values():
+                writer.close()
+        finally:
+            for handle in self._handles.values():
+                handle.close()
+        for arch, relpath in self.paths.items():
+            self._report.arches[arch].archive_bytes = (self._out / relpath).stat().st_size
+        return dict(sorted(self.paths.items()))
 
 
 def _add_all(
@@ -451,14 +482,14 @@ def _add_all(
 
 
 def _rewrite(
-    job: _Job, item: _Fat, out: Path, report: SplitReport, digest: str
+    job: _Job, binary: FatBinary, item: _Found, out: Path, report: SplitReport, digest: str
 ) -> dict[str, Any] | None:
     """Write the host part of one fat binary; its join recipe, or None if kept whole.
 
     The search path leads from the binary's directory to the archive once every
     prefix is installed into one: ``lib/x.so`` finds ``../.kpack/<group>_@GFXARCH@.kpack``.
     """
-    binary, destination = item.binary, out / item.out_path
+    destination = out / item.out_path
     archive = posixpath.join(job.kpack_dir, _archive_name(job.group, ARCH_PLACEHOLDER))
     search = posixpath.relpath(archive, posixpath.dirname(item.relpath) or ".")
     destination.parent.mkdir(parents=True, exist_ok=True)
