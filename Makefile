@@ -65,6 +65,7 @@ bench: $(STAMP)
 	$(PY) bench/build_speed.py
 	$(PY) bench/descriptor_load.py
 	$(PY) bench/verify_scale.py
+	$(PY) bench/split_speed.py --work build/realworld
 
 # Split Debian's librocsparse0 and librocrand1 end to end (downloads ~100 MB with
 # apt-get download; not part of make test). Then the split benchmark on the same bytes.
