@@ -275,3 +275,19 @@ def test_join_checks_every_byte_and_writes_nothing_on_a_mismatch(
     index_path.write_bytes(msgpack.packb(index, use_bin_type=True))
     result = CliRunner().invoke(cli, ["join", str(tmp_path / "out"), "--out", str(tmp_path / "j")])
     assert "does not add up to the original's size" in result.stderr
+
+
+@pytest.mark.slow
+def test_kpack_dir_places_archives_beside_the_libraries(hip_build: HipBuild, tmp_path: Path):
+    tree = tmp_path / "tree" / "usr" / "lib" / "x86_64-linux-gnu"
+    tree.mkdir(parents=True)
+    shutil.copy2(hip_build.one_file, tree / "libone.so.1")
+    out = tmp_path / "out"
+    split_tree(tmp_path / "tree", out, name="demo_lib", kpack_dir="usr/lib/x86_64-linux-gnu/.kpack")
+    archive = out / "demo_lib_gfx90a/stage/usr/lib/x86_64-linux-gnu/.kpack/demo_lib_gfx90a.kpack"
+    assert archive.is_file()
+    host = out / "demo_lib_generic/stage/usr/lib/x86_64-linux-gnu/libone.so.1"
+    ((_, reference),) = read_references(host)
+    assert reference.search_paths == [".kpack/demo_lib_@GFXARCH@.kpack"]
+    (found,) = resolve(host, "gfx90a", environ={"ROCM_KPACK_PATH_PREFIX": str(archive)})
+    assert found.archive == archive
