@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from gfxpack.artifacts import scan
 from gfxpack.cli import cli
+from gfxpack.fatbin import rewrite
 from gfxpack.fatbin.join import join_tree
 from gfxpack.fatbin.reader import FatBinary
 from gfxpack.fatbin.resolve import ArchNotFound, read_references, resolve
@@ -226,7 +227,11 @@ def _compress_bundles(library: Path, out: Path) -> None:
 
 
 @pytest.mark.slow
-def test_compressed_bundles_split_resolve_and_join(hip_build: HipBuild, tmp_path: Path):
+def test_compressed_bundles_split_resolve_and_join(
+    hip_build: HipBuild, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # These small bundles compress to less than a page: make them "long" literals.
+    monkeypatch.setattr(rewrite, "INLINE_LITERAL", 256)
     tree = tmp_path / "tree"
     tree.mkdir()
     _compress_bundles(hip_build.two_files, tree / "libtwo.so")
@@ -247,6 +252,11 @@ def test_compressed_bundles_split_resolve_and_join(hip_build: HipBuild, tmp_path
                 for o in d.bundle.code_objects
                 if str(o.target) == target
             ]
+    # The compressed bundles are kept for join in the data file, not in the index.
+    index = msgpack.unpackb((tmp_path / "out" / "gfxpack-split.msgpack").read_bytes())
+    recipe = index["jobs"][0]["files"][-1][3]
+    kept = [p[2] for p in recipe["pieces"] if p[0] == 3]
+    assert kept and sum(kept) <= (tmp_path / "out" / "gfxpack-split.data").stat().st_size
     join_tree(tmp_path / "out", tmp_path / "joined")
     assert (tmp_path / "joined" / "libtwo.so").read_bytes() == (tree / "libtwo.so").read_bytes()
 

@@ -15,6 +15,7 @@ import os
 import posixpath
 import shutil
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -29,8 +30,15 @@ class JoinError(GfxpackError, ValueError):
     """A split tree that does not give back its original bytes."""
 
 
-def join_binary(host: Path, recipe: Recipe, lookup: CodeLookup, out: BinaryIO) -> None:
-    """Write the original of ``host`` to ``out``; JoinError when it does not match."""
+def join_binary(
+    host: Path,
+    recipe: Recipe,
+    lookup: CodeLookup,
+    out: BinaryIO,
+    literals: BinaryIO | None = None,
+) -> None:
+    """Write the original of ``host`` to ``out``; JoinError when it does not match.
+    ``literals`` is the split's data file, for records that refer to it."""
     _check_pieces(host, recipe)
     digest = hashlib.sha256()
     host_size = host.stat().st_size
@@ -53,6 +61,8 @@ def join_binary(host: Path, recipe: Recipe, lookup: CodeLookup, out: BinaryIO) -
                     emit(bytes(min(COPY_CHUNK, piece[1] - run)))
             elif kind == 1:
                 emit(piece[1])
+            elif kind == 3:
+                _copy_literal(host, literals, piece[1], piece[2], emit)
             else:
                 _, label, target, key, skip, length = piece
                 wanted = (label, target, key)
@@ -68,12 +78,26 @@ def join_binary(host: Path, recipe: Recipe, lookup: CodeLookup, out: BinaryIO) -
         raise JoinError(f"{host}: the joined bytes differ from the original (sha256 mismatch)")
 
 
+def _copy_literal(
+    host: Path, literals: BinaryIO | None, offset: int, length: int, emit: Callable[[bytes], None]
+) -> None:
+    if literals is None:
+        raise JoinError(f"{host}: its record refers to the split's data file, which is missing")
+    literals.seek(offset)
+    while length:
+        chunk = literals.read(min(COPY_CHUNK, length))
+        if not chunk:
+            raise JoinError(f"{host}: the split's data file ends before its record's bytes")
+        emit(chunk)
+        length -= len(chunk)
+
+
 def _check_pieces(host: Path, recipe: Recipe) -> None:
     """The pieces must rebuild exactly the removed range: sizes are checked before
     anything is allocated or written."""
     total = 0
     for piece in recipe.pieces:
-        if not isinstance(piece, list) or not piece or piece[0] not in (0, 1, 2):
+        if not isinstance(piece, list) or not piece or piece[0] not in (0, 1, 2, 3):
             raise JoinError(f"{host}: malformed piece {piece!r:.60} in the split record")
         if piece[0] == 0 and isinstance(piece[1], int) and piece[1] >= 0:
             total += piece[1]
@@ -85,6 +109,12 @@ def _check_pieces(host: Path, recipe: Recipe) -> None:
             and all(isinstance(n, int) and n >= 0 for n in piece[4:])
         ):
             total += piece[5]
+        elif (
+            piece[0] == 3
+            and len(piece) == 3
+            and all(isinstance(n, int) and n >= 0 for n in piece[1:])
+        ):
+            total += piece[2]
         else:
             raise JoinError(f"{host}: malformed piece {piece!r:.60} in the split record")
     if not 0 <= recipe.start <= recipe.end <= recipe.original_size or total != (
@@ -127,7 +157,7 @@ def join_tree(
 ) -> int:
     """Rebuild the input of ``gfxpack split`` from its output; returns how many
     binaries were joined. Written under a temporary name, renamed when complete."""
-    from gfxpack.fatbin.split import INDEX, SplitError, read_index
+    from gfxpack.fatbin.split import INDEX, LITERALS, SplitError, read_index
 
     split, out = Path(split), Path(out)
     index = read_index(split)
@@ -141,8 +171,10 @@ def join_tree(
     try:
         for directory in index.get("copied", []):
             _copy_tree(_inside(split, directory), _inside(temporary, directory))
-        for job in index["jobs"]:
-            joined += _join_job(split, temporary, job)
+        literals_path = split / LITERALS
+        with open(literals_path, "rb") if literals_path.is_file() else nullcontext() as literals:
+            for job in index["jobs"]:
+                joined += _join_job(split, temporary, job, literals)
         if index.get("therock_manifest") is not None:
             (temporary / "therock_manifest.json").write_bytes(index["therock_manifest"])
         if out.exists():
@@ -159,7 +191,7 @@ def join_tree(
     return joined
 
 
-def _join_job(split: Path, out: Path, job: dict[str, Any]) -> int:
+def _join_job(split: Path, out: Path, job: dict[str, Any], literals: BinaryIO | None) -> int:
     readers: dict[str, kpack.KpackReader] = {}
     archives: dict[str, str] = job["archives"]
 
@@ -181,7 +213,7 @@ def _join_job(split: Path, out: Path, job: dict[str, Any]) -> int:
                 os.symlink(os.readlink(source), destination)
             elif kind == "binary":
                 with open(destination, "wb") as handle:
-                    join_binary(source, Recipe.from_msgpack(recipe), lookup, handle)
+                    join_binary(source, Recipe.from_msgpack(recipe), lookup, handle, literals)
                 shutil.copystat(source, destination)
                 joined += 1
             else:

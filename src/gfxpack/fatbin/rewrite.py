@@ -50,6 +50,7 @@ PAGE = elf.PAGE
 REF_SECTION = ".rocm_kpack_ref"
 COPY_CHUNK = 1 << 22
 ZERO_RUN = re.compile(rb"\x00{256,}")
+INLINE_LITERAL = 4096  # longer literals go to the split's data file
 
 
 class NotWorthSplitting(GfxpackError, ValueError):
@@ -61,8 +62,9 @@ class Recipe:
     """How to get the original file back from the host file and the code objects.
 
     ``pieces`` rebuild the removed range ``[start, end)`` of the original:
-    ``[0, n]`` n zero bytes, ``[1, bytes]`` literal bytes, ``[2, target, key,
-    skip, n]`` n bytes of a code object from ``skip`` on. ``patches`` are the
+    ``[0, n]`` n zero bytes, ``[1, bytes]`` literal bytes, ``[2, archive,
+    target, key, skip, n]`` n bytes of a code object from ``skip`` on, ``[3,
+    offset, n]`` n bytes of the split's data file. ``patches`` are the
     original bytes at each patched offset.
     """
 
@@ -122,17 +124,21 @@ def split_binary(
     search_paths: list[str],
     archive_of: Any,
     original_sha256: str | None = None,
+    literals: BinaryIO | None = None,
 ) -> Recipe:
     """Write the host part of ``fat`` to ``out``; return how to undo it.
 
     ``archive_of(target)`` names the archive a target's code objects go to (it
     only labels the recipe); ``original_sha256`` is the input's digest when the
-    caller already computed it. Raises :class:`NotWorthSplitting` when the device
+    caller already computed it; long literal bytes of the recipe (compressed
+    bundles) go to ``literals`` when given. Raises :class:`NotWorthSplitting` when the device
     code spans fewer than two full pages, InvalidFatBinary when the layout
     cannot be rewritten.
     """
     try:
-        return _split_binary(fat, out, kernel_name, search_paths, archive_of, original_sha256)
+        return _split_binary(
+            fat, out, kernel_name, search_paths, archive_of, original_sha256, literals
+        )
     except struct.error:
         # A header field the rewrite moved no longer fits its width (a corrupt input).
         raise _fail(fat, "a header field is out of range once moved") from None
@@ -145,6 +151,7 @@ def _split_binary(
     search_paths: list[str],
     archive_of: Any,
     original_sha256: str | None,
+    literals: BinaryIO | None,
 ) -> Recipe:
     assert fat.elf is not None and fat.fatbin is not None
     image, fatbin, data = fat.elf, fat.fatbin, fat.view
@@ -263,7 +270,7 @@ def _split_binary(
         out.write(section.pack())
 
     recipe = Recipe(image.size, original_sha256 or sha256_of(data), start, end, PAGE)
-    recipe.pieces = list(_pieces(fat, start, end, kernel_name, archive_of))
+    recipe.pieces = list(_pieces(fat, start, end, kernel_name, archive_of, literals))
     recipe.patches = sorted(
         (offset, bytes(data[offset : offset + len(p)])) for offset, p in patches.items()
     )
@@ -296,7 +303,12 @@ def _moved_section(
 
 
 def _pieces(
-    fat: FatBinary, start: int, end: int, kernel_name: str, archive_of: Any
+    fat: FatBinary,
+    start: int,
+    end: int,
+    kernel_name: str,
+    archive_of: Any,
+    literals: BinaryIO | None,
 ) -> Iterator[list[Any]]:
     """The removed range as zero runs, literal bytes and code-object references."""
     assert fat.fatbin is not None
@@ -319,25 +331,35 @@ def _pieces(
     for first, last, ref in sorted(objects, key=lambda o: o[0]):
         if last <= start or first >= end:
             continue
-        yield from _gap(data, position, max(first, start))
+        yield from _gap(data, position, max(first, start), literals)
         clip_from, clip_to = max(first, start), min(last, end)
         yield [*ref, clip_from - first, clip_to - clip_from]
         position = clip_to
-    yield from _gap(data, position, end)
+    yield from _gap(data, position, end, literals)
 
 
-def _gap(data: memoryview, first: int, last: int) -> Iterator[list[Any]]:
+def _gap(data: memoryview, first: int, last: int, literals: BinaryIO | None) -> Iterator[list[Any]]:
+    """Bytes that are no code object: zero runs, short literals inline, long ones
+    (compressed bundles) streamed to ``literals`` and referenced by position."""
     if first >= last:
         return
-    chunk = bytes(data[first:last])
+    chunk = data[first:last]
     position = 0
     for run in ZERO_RUN.finditer(chunk):
         if run.start() > position:
-            yield [1, chunk[position : run.start()]]
+            yield _literal(chunk[position : run.start()], literals)
         yield [0, run.end() - run.start()]
         position = run.end()
     if position < len(chunk):
-        yield [1, chunk[position:]]
+        yield _literal(chunk[position:], literals)
+
+
+def _literal(chunk: memoryview, literals: BinaryIO | None) -> list[Any]:
+    if literals is None or len(chunk) <= INLINE_LITERAL:
+        return [1, bytes(chunk)]
+    offset = literals.tell()
+    _copy(literals, chunk, 0, len(chunk))
+    return [3, offset, len(chunk)]
 
 
 def _write_patched(

@@ -49,6 +49,7 @@ from gfxpack.fatbin.targets import MACH
 from gfxpack.plan.artifact_index import ARTIFACT_DIR, GENERIC
 
 INDEX = "gfxpack-split.msgpack"
+LITERALS = "gfxpack-split.data"  # long literal bytes of the join records
 INDEX_FORMAT = 1
 TREE_PREFIX = "stage"
 DEFAULT_KPACK_DIR = ".kpack"
@@ -204,8 +205,9 @@ def split_tree(
         for directory in copied_dirs:
             _copy_tree(source / directory, temporary / directory)
             index["copied"].append(directory)
-        for job in work:
-            index["jobs"].append(_split_job(job, temporary, report, max(1, jobs)))
+        with open(temporary / LITERALS, "wb") as literals:
+            for job in work:
+                index["jobs"].append(_split_job(job, temporary, report, max(1, jobs), literals))
         original = source / THEROCK_MANIFEST
         if kind == "therock" and original.is_file():
             index["therock_manifest"] = original.read_bytes()
@@ -269,7 +271,9 @@ def _therock_job(source: Path, directory: str, kpack_dir: str | None) -> _Job:
     )
 
 
-def _split_job(job: _Job, out: Path, report: SplitReport, jobs: int) -> dict[str, Any]:
+def _split_job(
+    job: _Job, out: Path, report: SplitReport, jobs: int, literals: BinaryIO
+) -> dict[str, Any]:
     """Walk the job's prefixes once: each fat binary is split (code objects into the
     archives, host part rewritten) and closed as soon as it is reached, so open
     files and maps stay bounded whatever the tree's size."""
@@ -292,7 +296,9 @@ def _split_job(job: _Job, out: Path, report: SplitReport, jobs: int) -> dict[str
                     item = _Found(generic, prefix, relpath, _original_path(job, prefix, relpath))
                     done = None
                     if entry == "file":
-                        done = _split_file(job, out, report, archives, (pool, hasher), root, item)
+                        done = _split_file(
+                            job, out, report, archives, (pool, hasher, literals), root, item
+                        )
                     files.append(
                         done
                         or _copy_entry(job, out, report, arch_dirs, prefix, root, relpath, entry)
@@ -315,13 +321,13 @@ def _split_file(
     out: Path,
     report: SplitReport,
     archives: _Archives,
-    executors: tuple[ThreadPoolExecutor, ThreadPoolExecutor],
+    helpers: tuple[ThreadPoolExecutor, ThreadPoolExecutor, BinaryIO],
     root: Path,
     item: _Found,
 ) -> list[Any] | None:
     """Split one file if it carries device code worth splitting: its index entry,
     or None when it is to be copied as it is."""
-    pool, hasher = executors
+    pool, hasher, literals = helpers
     with FatBinary(root / item.relpath) as binary:
         reason = binary.unsplittable or (too_small(binary) if binary.devices else None)
         if reason:
@@ -332,7 +338,7 @@ def _split_file(
         # objects are compressed.
         digest = hasher.submit(sha256_of, binary.view)
         archives.add(binary, item, pool)
-        recipe = _rewrite(job, binary, item, out, report, digest.result())
+        recipe = _rewrite(job, binary, item, out, report, digest.result(), literals)
         return [item.out_path, item.original, "binary" if recipe else "file", recipe]
 
 
@@ -482,7 +488,13 @@ def _add_all(
 
 
 def _rewrite(
-    job: _Job, binary: FatBinary, item: _Found, out: Path, report: SplitReport, digest: str
+    job: _Job,
+    binary: FatBinary,
+    item: _Found,
+    out: Path,
+    report: SplitReport,
+    digest: str,
+    literals: BinaryIO,
 ) -> dict[str, Any] | None:
     """Write the host part of one fat binary; its join recipe, or None if kept whole.
 
@@ -498,7 +510,7 @@ def _rewrite(
     try:
         with open(destination, "wb") as handle:
             recipe = split_binary(
-                binary, handle, kernel_name, [search], lambda t: t.processor, digest
+                binary, handle, kernel_name, [search], lambda t: t.processor, digest, literals
             )
     except NotWorthSplitting as e:
         destination.unlink()
