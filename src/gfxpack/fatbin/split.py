@@ -19,7 +19,8 @@ without device code are hard-linked (copied across file systems).
 
 Everything is written under a temporary directory renamed to OUT at the end;
 ``gfxpack-split.msgpack`` at OUT's top records, for :mod:`gfxpack.fatbin.join`,
-where every file came from and how to undo each rewrite.
+where every file came from and how to undo each rewrite; ``gfxpack-split.data``
+holds the long byte runs those records refer to (compressed bundles).
 """
 
 from __future__ import annotations
