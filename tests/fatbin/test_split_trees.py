@@ -150,7 +150,10 @@ def test_cli_split_prints_a_summary_and_json(hip_build: HipBuild, tmp_path: Path
         (["--out", "{tmp}/o", "--name", "Bad"], "--name 'Bad': expected <name>_<component>"),
         (["--out", "{tmp}/o", "--name", "a_lib", "--kpack-dir", "../x"], "expected a path inside"),
         (["--out", "{tmp}/in/o", "--name", "a_lib"], "must not be inside the input"),
-        (["--out", "{tmp}", "--name", "a_lib", "--force"], "must not contain the input"),
+        (
+            ["--out", "{tmp}/full", "--name", "a_lib", "--force"],
+            "not the output of an earlier split",
+        ),
     ],
 )
 def test_cli_errors_are_one_line(tmp_path: Path, args: list[str], message: str):
@@ -158,12 +161,15 @@ def test_cli_errors_are_one_line(tmp_path: Path, args: list[str], message: str):
     source.mkdir()
     (source / "README").write_text("no device code\n")
     (tmp_path / "exists").mkdir()
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "precious").write_text("not to be deleted\n")
     result = CliRunner().invoke(
         cli, ["split", str(source), *[a.format(tmp=tmp_path) for a in args]]
     )
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1 and message in result.stderr
     assert not (tmp_path / "o").exists()
+    assert (tmp_path / "full" / "precious").exists()
 
 
 def test_join_refuses_a_directory_split_did_not_make(tmp_path: Path):

@@ -169,8 +169,17 @@ def split_tree(
         if kpack_dir.startswith("/") or normalized == ".." or normalized.startswith("../"):
             raise SplitError(f"--kpack-dir {kpack_dir!r}: expected a path inside the tree")
         kpack_dir = normalized
-    if out.exists() and not force:
-        raise SplitError(f"{out}: already exists (remove it, or replace it with --force)")
+    if out.exists() or out.is_symlink():
+        if not force:
+            raise SplitError(f"{out}: already exists (remove it, or replace it with --force)")
+        if (
+            out.is_symlink()
+            or not out.is_dir()
+            or (any(out.iterdir()) and not (out / INDEX).is_file())
+        ):
+            raise SplitError(
+                f"{out}: not the output of an earlier split; --force will not replace it"
+            )
     resolved_out, resolved_source = out.resolve(), source.resolve()
     if resolved_out == resolved_source or resolved_source in resolved_out.parents:
         raise SplitError(f"{out}: must not be inside the input {source}")
