@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 from rich.console import Console
 from rich.table import Table
@@ -29,10 +31,10 @@ from gfxpack.fatbin.split import SplitReport, split_tree
     "e.g. usr/lib/x86_64-linux-gnu/.kpack.",
 )
 @click.option(
-    "-j", "--jobs", default=1, show_default=True, type=click.IntRange(1, 256),
-    help="Code objects compressed at once.",
+    "-j", "--jobs", default=os.cpu_count() or 1, show_default="the number of cores",
+    type=click.IntRange(1, 256), help="Archives compressed at once.",
 )  # fmt: skip
-@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+@click.option("--force", is_flag=True, help="Replace OUT if it is an earlier split's output.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @reports_errors
 def split(
