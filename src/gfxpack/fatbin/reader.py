@@ -89,6 +89,9 @@ class FatBinary:
             raise InvalidFatBinary(self.path, str(e)) from None
         if self.fatbin is None:
             return
+        if hasattr(mmap, "MADV_WILLNEED"):
+            # Splitting reads every byte (digest, code objects): start reading ahead now.
+            self._map.madvise(mmap.MADV_WILLNEED)
         if self.fatbin.type == elf.SHT_NOBITS:
             raise InvalidFatBinary(
                 self.path, f"{FATBIN} holds no bytes: already split (see 'gfxpack join')"
