@@ -47,6 +47,8 @@ def therock(hip_build: HipBuild, tmp_path: Path) -> Path:
     (fat / PREFIX / "lib" / "library").mkdir()
     (fat / PREFIX / "lib" / "library" / "TensileLibrary_gfx90a.co").write_bytes(b"gfx90a data")
     (fat / PREFIX / "lib" / "library" / "TensileLibrary.dat").write_bytes(b"shared index")
+    (fat / PREFIX / "lib" / "library" / "gfx1030").mkdir()
+    (fat / PREFIX / "lib" / "library" / "gfx1030" / "kernels.dat").write_bytes(b"gfx1030 data")
     dev = root / "demo_dev_generic"
     (dev / PREFIX / "include").mkdir(parents=True)
     (dev / "artifact_manifest.txt").write_text(f"{PREFIX}\n")
@@ -79,6 +81,9 @@ def test_therock_artifacts_become_the_kpack_split_layout(therock: Path, tmp_path
     moved = out / "demo_lib_gfx90a" / PREFIX / "lib" / "library" / "TensileLibrary_gfx90a.co"
     assert moved.read_bytes() == b"gfx90a data"
     assert (out / "demo_lib_generic" / PREFIX / "lib" / "library" / "TensileLibrary.dat").exists()
+    per_arch = out / "demo_lib_gfx1030" / PREFIX / "lib" / "library" / "gfx1030"
+    assert (per_arch / "kernels.dat").read_bytes() == b"gfx1030 data"
+    assert not (out / "demo_lib_generic" / PREFIX / "lib" / "library" / "gfx1030").exists()
     assert tree.manifest("demo_lib_gfx90a") == (PREFIX,)
     joined = tmp_path / "joined"
     join_tree(out, joined)

@@ -362,15 +362,17 @@ def _copy_entry(
     relpath: str,
     entry: str,
 ) -> list[Any]:
-    """Place a file without device code: its arch's artifact when its name says one."""
+    """Place an entry without device code: in its arch's artifact when its name (or a
+    directory's above it) says one, such as ``library/gfx90a/`` and what it holds."""
     target_dir = f"{job.group}_{GENERIC}"
-    arch = data_file_arch(relpath) if entry == "file" else None
+    arch = data_file_arch(relpath)
     if arch is not None:
         target_dir = f"{job.group}_{arch}"
         arch_dirs.setdefault(target_dir, set()).add(prefix)
-        totals = report.arches.setdefault(arch, ArchTotals())
-        totals.data_files += 1
-        totals.data_bytes += (root / relpath).lstat().st_size
+        if entry == "file":
+            totals = report.arches.setdefault(arch, ArchTotals())
+            totals.data_files += 1
+            totals.data_bytes += (root / relpath).lstat().st_size
     _place(root / relpath, out / target_dir / prefix / relpath, entry)
     report.copied += entry == "file"
     return [f"{target_dir}/{prefix}/{relpath}", _original_path(job, prefix, relpath), entry, None]
