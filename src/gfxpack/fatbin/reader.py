@@ -92,6 +92,11 @@ class FatBinary:
         if hasattr(mmap, "MADV_WILLNEED"):
             # Splitting reads every byte (digest, code objects): start reading ahead now.
             self._map.madvise(mmap.MADV_WILLNEED)
+        if self.elf.header.machine != elf.EM_X86_64:
+            raise InvalidFatBinary(
+                self.path,
+                f"e_machine {self.elf.header.machine}: only x86-64 host binaries can be split",
+            )
         if self.fatbin.type == elf.SHT_NOBITS:
             raise InvalidFatBinary(
                 self.path, f"{FATBIN} holds no bytes: already split (see 'gfxpack join')"
