@@ -4,9 +4,10 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # Debian tools the tests drive: command -> package.
 DEB_TOOLS := dot:graphviz rpm:rpm rpmkeys:rpm rpm2cpio:rpm2cpio cpio:cpio lintian:lintian \
-	gpg:gpg gpgv:gpgv apt-get:apt chromium:chromium dnf:dnf strace:strace
+	gpg:gpg gpgv:gpgv apt-get:apt chromium:chromium dnf:dnf strace:strace \
+	hipcc:hipcc clang-offload-bundler-15:clang-tools-15 readelf:binutils
 
-.PHONY: demo test lint bench fuzz system-tools clean
+.PHONY: demo test lint bench fuzz realworld system-tools clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -80,6 +81,14 @@ bench: $(STAMP)
 	$(PY) bench/build_speed.py
 	$(PY) bench/descriptor_load.py
 	$(PY) bench/verify_scale.py
+	$(PY) bench/split_speed.py --work build/realworld
+
+# Split Debian's librocsparse0 and librocrand1 end to end (downloads ~100 MB with
+# apt-get download; not part of make test). Then the split benchmark on the same bytes.
+realworld: $(STAMP)
+	$(MAKE) system-tools DEB_TOOLS="$(DEB_TOOLS) zstd:zstd dpkg-deb:dpkg objcopy:binutils"
+	$(PY) bench/realworld.py --work build/realworld
+	$(PY) bench/split_speed.py --work build/realworld
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build src/*.egg-info

@@ -288,3 +288,8 @@ def _verify_one(archive: str, max_object_size: int) -> dict[str, Any]:
         content = f"{recorded} of {count} sha256 digests recorded and matching"
     result["summary"] = f"{count} code objects ({result['compression']}); {content}"
     return result
+
+
+from gfxpack.cli.resolve_cmd import kpack_resolve  # noqa: E402
+
+kpack_group.add_command(kpack_resolve)

@@ -1,0 +1,198 @@
+"""Split real Debian ROCm libraries end to end, checked by real tools (make realworld).
+
+Downloads librocsparse0 and librocrand1 with ``apt-get download``, unpacks them,
+and for each: ``gfxpack split`` (archives in usr/lib/x86_64-linux-gnu/.kpack);
+``gfxpack build`` of both with a small package.json (amdrocm-sparse,
+amdrocm-rand, one device package per arch); ``dpkg --root`` install of the
+gfx90a closure; ``gfxpack kpack resolve`` of every wrapper of every binary for
+every target, compared with ``clang-offload-bundler --unbundle`` of the
+original's bundle; ``gfxpack join`` compared with the original; and
+``ctypes.CDLL`` of the rewritten library. Prints one table.
+
+    python bench/realworld.py [--work build/realworld]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from gfxpack.fatbin.join import join_tree
+from gfxpack.fatbin.reader import FatBinary
+from gfxpack.fatbin.resolve import resolve
+from gfxpack.fatbin.split import split_tree
+
+PACKAGES = {"librocsparse0": ("sparse", "amdrocm-sparse"), "librocrand1": ("rand", "amdrocm-rand")}
+KPACK_DIR = "usr/lib/x86_64-linux-gnu/.kpack"
+BUNDLER = "clang-offload-bundler-15"
+ARCH = "gfx90a"
+DEVICE = "gfx90a:sramecc+:xnack-"  # what an MI210 reports; Debian builds gfx90a:xnack+/-
+
+
+def package_json(names: list[tuple[str, str]]) -> list[dict[str, object]]:
+    return [
+        {
+            "Package": package,
+            "Version": "",
+            "Architecture": "amd64",
+            "BuildArch": "x86_64",
+            "DEBDepends": ["libc6"],
+            "RPMRequires": [],
+            "Maintainer": "gfxpack realworld <realworld@example.org>",
+            "Description_Short": f"Debian's {artifact} library, split per GPU arch",
+            "Description_Long": "Host part and per-arch device code of a Debian ROCm library.",
+            "Section": "libs",
+            "Priority": "optional",
+            "Group": "unknown",
+            "License": "MIT",
+            "Vendor": "Debian",
+            "Homepage": "https://www.debian.org",
+            "Artifactory": [
+                {
+                    "Artifact": artifact,
+                    "Artifact_Subdir": [{"Name": "stage", "Components": ["lib"]}],
+                }
+            ],
+            "Gfxarch": "True",
+        }
+        for artifact, package in names
+    ]
+
+
+def run(*command: str, **options: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, check=True, text=True, capture_output=True, **options)  # type: ignore[call-overload, no-any-return]
+
+
+def download(work: Path) -> dict[str, Path]:
+    debs = work / "debs"
+    debs.mkdir(parents=True, exist_ok=True)
+    found = {}
+    for name in PACKAGES:
+        existing = sorted(debs.glob(f"{name}_*.deb"))
+        if not existing:
+            run("apt-get", "download", name, cwd=str(debs))
+            existing = sorted(debs.glob(f"{name}_*.deb"))
+        found[name] = existing[-1]
+    return found
+
+
+def check_every_code_object(original: Path, installed: Path, scratch: Path) -> int:
+    """Resolve every wrapper for every target and compare with the bundler's output."""
+    section = scratch / "section"
+    run("objcopy", "--dump-section", f".hip_fatbin={section}", str(original), str(scratch / "x"))
+    checked = 0
+    with FatBinary(original) as fat, open(section, "rb") as dumped:
+        starts = sorted({d.bundle.offset for d in fat.devices})
+        ends = {s: e for s, e in zip(starts, [*starts[1:], section.stat().st_size], strict=True)}
+        targets = sorted({str(o.target) for d in fat.devices for o in d.bundle.code_objects})
+        found = {t: {f.index: f for f in resolve(installed, t, environ={})} for t in targets}
+        for device in fat.devices:
+            dumped.seek(device.bundle.offset)
+            bundle = scratch / "bundle"
+            bundle.write_bytes(dumped.read(ends[device.bundle.offset] - device.bundle.offset))
+            for obj in device.bundle.code_objects:
+                out = scratch / "code"
+                run(BUNDLER, "--unbundle", "--type=o", f"--input={bundle}", f"--output={out}",
+                    f"--targets={obj.triple}")  # fmt: skip
+                if found[str(obj.target)][device.wrapper.index].code != out.read_bytes():
+                    sys.exit(f"{original}: wrapper {device.wrapper.index} {obj.target} differs")
+                checked += 1
+    section.unlink()
+    return checked
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", type=Path, default=Path("build/realworld"))
+    work = parser.parse_args().work.resolve()
+    debs = download(work)
+    artifacts = work / "artifacts"
+    shutil.rmtree(artifacts, ignore_errors=True)
+    artifacts.mkdir(parents=True)
+    rows = []
+    for name, deb in debs.items():
+        artifact, package = PACKAGES[name]
+        tree = work / name / "tree"
+        shutil.rmtree(tree, ignore_errors=True)
+        tree.mkdir(parents=True)
+        run("dpkg-deb", "-x", str(deb), str(tree))
+        split = work / name / "split"
+        report = split_tree(tree, split, f"{artifact}_lib", KPACK_DIR, os.cpu_count() or 1, True)
+        for item in split.iterdir():
+            if item.is_dir():
+                shutil.copytree(item, artifacts / item.name, copy_function=os.link)
+        joined = work / name / "joined"
+        join_tree(split, joined, force=True)
+        run("diff", "-r", "--no-dereference", str(tree), str(joined))
+        # Every arch installed at once, for resolving every target.
+        everything = work / name / "all-arches"
+        shutil.rmtree(everything, ignore_errors=True)
+        for item in sorted(split.iterdir()):
+            if item.is_dir():
+                shutil.copytree(item / "stage", everything, symlinks=True, dirs_exist_ok=True)
+        checked = 0
+        for library in sorted(tree.rglob("*.so.*")):
+            if library.is_symlink():
+                continue
+            relative = library.relative_to(tree)
+            host = split / f"{artifact}_lib_generic" / "stage" / relative
+            run(sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(host)!r})")
+            with tempfile.TemporaryDirectory(dir=work) as scratch:
+                checked += check_every_code_object(library, everything / relative, Path(scratch))
+        rows.append((package, report, checked))
+    (artifacts / "therock_manifest.json").write_text('{"flags": {"KPACK_SPLIT_ARTIFACTS": true}}\n')
+    config = work / "package.json"
+    config.write_text(json.dumps(package_json([(PACKAGES[n][0], PACKAGES[n][1]) for n in debs])))
+    arches = sorted({a for _, report, _ in rows for a in report.arches})
+    packages = work / "packages"
+    run(sys.executable, "-m", "gfxpack", "build", "--config", str(config), "--artifacts",
+        str(artifacts), "--out", str(packages), "--rocm-version", "8.2.0", "--format", "deb",
+        "--target", ",".join(arches), "-q")  # fmt: skip
+    root = work / "root"
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "var/lib/dpkg/info").mkdir(parents=True)
+    (root / "var/lib/dpkg/status").touch()
+    wanted = [
+        str(p)
+        for _, package in PACKAGES.values()
+        for p in sorted(packages.glob(f"{package}-host8.2_*.deb"))
+        + sorted(packages.glob(f"{package}8.2-{ARCH}_*.deb"))
+    ]
+    run("dpkg", "--root", str(root), "--force-depends", "--force-script-chrootless",
+        "--log=/dev/null", "-i", *wanted)  # fmt: skip
+    for library in sorted((root / "opt").rglob("*.so.*")):
+        if not library.is_symlink():
+            resolve(library, DEVICE, environ={})  # every wrapper finds its gfx90a code
+    installed_size = sum(
+        p.stat().st_size for p in (root / "opt").rglob("*") if p.is_file() and not p.is_symlink()
+    )
+
+    print(f"| package | fat | host | {' | '.join(arches)} | code objects checked |")
+    print("|---|---:|---:|" + "---:|" * len(arches) + "---:|")
+    for package, report, checked in rows:
+        sizes = [
+            f"{report.arches[a].archive_bytes / 1e6:.1f} MB" if a in report.arches else "-"
+            for a in arches
+        ]
+        print(
+            f"| {package} | {report.fat_bytes / 1e6:.1f} MB | {report.host_bytes / 1e6:.1f} MB | "
+            f"{' | '.join(sizes)} | {checked} |"
+        )
+    fat = sum(report.fat_bytes for _, report, _ in rows)
+    print(
+        f"\ninstalled with dpkg --root for {ARCH} (host + {ARCH} packages of both): "
+        f"{installed_size / 1e6:.1f} MB of {fat / 1e6:.1f} MB fat "
+        f"({100 * installed_size / fat:.1f} %); every wrapper resolved there for {DEVICE}; "
+        "join byte-identical; ctypes.CDLL loads every host library; every code object of every "
+        "target equals clang-offload-bundler's"
+    )
+
+
+if __name__ == "__main__":
+    main()

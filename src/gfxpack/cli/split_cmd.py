@@ -1,0 +1,104 @@
+"""gfxpack split / join: fat ROCm binaries into host and per-arch .kpack artifacts, and back."""
+
+from __future__ import annotations
+
+import os
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from gfxpack import views
+from gfxpack.cli import cli
+from gfxpack.cli.common import reports_errors
+from gfxpack.fatbin.join import join_tree
+from gfxpack.fatbin.split import SplitReport, split_tree
+
+
+@cli.command("split")
+@click.argument("source", metavar="IN", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Output directory.")
+@click.option(
+    "--name",
+    metavar="NAME_COMPONENT",
+    help="Artifact name for an install tree (an unpacked .deb, an /opt/rocm copy), "
+    "e.g. sparse_lib. Not used for a TheRock artifacts directory.",
+)
+@click.option(
+    "--kpack-dir",
+    metavar="REL",
+    help="Where the archives go inside the tree [default: .kpack], "
+    "e.g. usr/lib/x86_64-linux-gnu/.kpack.",
+)
+@click.option(
+    "-j", "--jobs", default=os.cpu_count() or 1, show_default="the number of cores",
+    type=click.IntRange(1, 256), help="Archives compressed at once.",
+)  # fmt: skip
+@click.option("--force", is_flag=True, help="Replace OUT if it is an earlier split's output.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@reports_errors
+def split(
+    source: str,
+    out: str,
+    name: str | None,
+    kpack_dir: str | None,
+    jobs: int,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Split the fat binaries of IN into host files and one .kpack archive per GPU arch.
+
+    IN is a TheRock artifacts directory (fat <name>_<component>_<target>
+    directories) or any install tree given --name. Every ELF file with device
+    code keeps its host code and gets a reference that ROCm's kpack runtime
+    follows to the archive of the device's arch; files named for one arch move
+    to that arch's artifact; everything else is hard-linked. The output is
+    written under a temporary name and renamed when complete; the same input
+    gives the same bytes. 'gfxpack join' puts the original back.
+    """
+    report = split_tree(source, out, name, kpack_dir, jobs, force)
+    if as_json:
+        click.echo(views.dumps(report.as_dict()), nl=False)
+        return
+    for note in report.notes:
+        click.echo(f"note: {note}", err=True)
+    Console(width=120).print(summary_table(report))
+
+
+def summary_table(report: SplitReport) -> Table:
+    table = Table("part", "files", "bytes", "archive", title=f"{report.out}")
+    table.add_row(
+        "fat binaries", str(report.binaries), f"{report.fat_bytes:,}", "", end_section=True
+    )
+    table.add_row("host parts", str(report.binaries), f"{report.host_bytes:,}", "")
+    for arch, totals in sorted(report.arches.items()):
+        table.add_row(
+            arch,
+            f"{totals.code_objects} code objects"
+            + (f", {totals.data_files} data files" if totals.data_files else ""),
+            f"{totals.code_bytes + totals.data_bytes:,}",
+            f"{totals.archive_bytes:,}",
+        )
+    if report.fat_bytes:
+        largest = max((t.archive_bytes + t.data_bytes for t in report.arches.values()), default=0)
+        one_arch = report.host_bytes + largest
+        table.caption = (
+            f"host + largest arch: {one_arch:,} bytes, "
+            f"{100 * (1 - one_arch / report.fat_bytes):.1f} % less than the fat binaries"
+        )
+    return table
+
+
+@cli.command("join")
+@click.argument("split_dir", metavar="SPLIT", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Output directory.")
+@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+@reports_errors
+def join(split_dir: str, out: str, force: bool) -> None:
+    """Rebuild the input of 'gfxpack split' from its output, byte for byte.
+
+    Each host file gets its device code back from the archives; every joined
+    binary is checked against the sha256 its original had.
+    """
+    joined = join_tree(split_dir, out, force)
+    click.echo(f"wrote {out}: {joined} binaries joined, each identical to its original")

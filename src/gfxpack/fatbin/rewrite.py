@@ -1,0 +1,402 @@
+"""Rewrite one fat ELF file into the host part ROCm's kpack runtime loads.
+
+What changes (and nothing else):
+
+1. the first full page of ``.hip_fatbin`` becomes a new read-only PT_LOAD
+   holding the program header table (moved there, two entries longer) and the
+   new section ``.rocm_kpack_ref``: MessagePack ``{"kernel_name": ...,
+   "kpack_search_paths": [...]}``;
+2. the following full pages of ``.hip_fatbin`` are cut out of the file: its
+   PT_LOAD is split around them, later offsets move down, ``.hip_fatbin``
+   becomes NOBITS (its head and tail bytes stay where they were);
+3. every wrapper's magic becomes ``HIPK``, its ``binary`` (and the addend of the
+   relocation that sets it) points at ``.rocm_kpack_ref``, ``reserved1`` holds
+   its index, the runtime's ``co_index``;
+4. the section name table and section header table, one entry longer, are
+   appended at the end of the file (the old ones stay, unreferenced).
+
+Every PT_LOAD keeps ``p_offset % 4096 == p_vaddr % 4096``: the cut starts and
+ends on page boundaries of both the file and the address space, and the
+removed address range stays reserved as a hole between two segments.
+
+The output is the input with one range replaced, a few bytes patched and a
+tail appended, so the original comes back from the host file, the code
+objects and a small :class:`Recipe` (see :mod:`gfxpack.fatbin.join`).
+
+Why not LIEF or pyelftools: LIEF's writer rebuilds the file its own way (it
+relocates the segment table and pads sections), so the result cannot be
+mapped back to the input byte for byte, and it cannot drop pages from the
+middle of a segment; pyelftools only reads. The surgery needs exact control
+of every offset, and reading a few header tables by hand keeps every error
+in gfxpack's own words.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, BinaryIO
+
+import msgpack
+
+from gfxpack.errors import GfxpackError
+from gfxpack.fatbin import InvalidFatBinary, elf
+from gfxpack.fatbin.reader import HIPK, WRAPPER, FatBinary
+
+PAGE = elf.PAGE
+REF_SECTION = ".rocm_kpack_ref"
+COPY_CHUNK = 1 << 22
+ZERO_RUN = re.compile(rb"\x00{256,}")
+INLINE_LITERAL = 4096  # longer literals go to the split's data file
+
+
+class NotWorthSplitting(GfxpackError, ValueError):
+    """Device code smaller than the page the reference itself needs."""
+
+
+@dataclass
+class Recipe:
+    """How to get the original file back from the host file and the code objects.
+
+    ``pieces`` rebuild the removed range ``[start, end)`` of the original:
+    ``[0, n]`` n zero bytes, ``[1, bytes]`` literal bytes, ``[2, archive,
+    target, key, skip, n]`` n bytes of a code object from ``skip`` on, ``[3,
+    offset, n]`` n bytes of the split's data file. ``patches`` are the
+    original bytes at each patched offset.
+    """
+
+    original_size: int
+    sha256: str
+    start: int
+    end: int
+    page: int
+    pieces: list[list[Any]] = field(default_factory=list)
+    patches: list[tuple[int, bytes]] = field(default_factory=list)
+
+    def to_msgpack(self) -> dict[str, Any]:
+        return {
+            "original_size": self.original_size,
+            "sha256": self.sha256,
+            "removed": [self.start, self.end],
+            "page": self.page,
+            "pieces": self.pieces,
+            "patches": [[offset, data] for offset, data in self.patches],
+        }
+
+    @classmethod
+    def from_msgpack(cls, raw: dict[str, Any]) -> Recipe:
+        start, end = raw["removed"]
+        return cls(
+            raw["original_size"],
+            raw["sha256"],
+            start,
+            end,
+            raw["page"],
+            raw["pieces"],
+            [(offset, bytes(data)) for offset, data in raw["patches"]],
+        )
+
+
+def too_small(fat: FatBinary) -> str | None:
+    """Why splitting would not pay (the reference itself takes a page), or None."""
+    assert fat.fatbin is not None
+    start = _align_up(fat.fatbin.offset, PAGE)
+    end = (fat.fatbin.offset + fat.fatbin.size) // PAGE * PAGE
+    if end - start < 2 * PAGE:
+        return f"device code spans {max(0, end - start) // PAGE} full pages, fewer than 2"
+    return None
+
+
+def reference(kernel_name: str, search_paths: list[str]) -> bytes:
+    packed: bytes = msgpack.packb(
+        {"kernel_name": kernel_name, "kpack_search_paths": search_paths}, use_bin_type=True
+    )
+    return packed
+
+
+def split_binary(
+    fat: FatBinary,
+    out: BinaryIO,
+    kernel_name: str,
+    search_paths: list[str],
+    archive_of: Any,
+    original_sha256: str | None = None,
+    literals: BinaryIO | None = None,
+) -> Recipe:
+    """Write the host part of ``fat`` to ``out``; return how to undo it.
+
+    ``archive_of(target)`` names the archive a target's code objects go to (it
+    only labels the recipe); ``original_sha256`` is the input's digest when the
+    caller already computed it; long literal bytes of the recipe (compressed
+    bundles) go to ``literals`` when given. Raises :class:`NotWorthSplitting` when the device
+    code spans fewer than two full pages, InvalidFatBinary when the layout
+    cannot be rewritten.
+    """
+    try:
+        return _split_binary(
+            fat, out, kernel_name, search_paths, archive_of, original_sha256, literals
+        )
+    except struct.error:
+        # A header field the rewrite moved no longer fits its width (a corrupt input).
+        raise _fail(fat, "a header field is out of range once moved") from None
+
+
+def _split_binary(
+    fat: FatBinary,
+    out: BinaryIO,
+    kernel_name: str,
+    search_paths: list[str],
+    archive_of: Any,
+    original_sha256: str | None,
+    literals: BinaryIO | None,
+) -> Recipe:
+    assert fat.elf is not None and fat.fatbin is not None
+    image, fatbin, data = fat.elf, fat.fatbin, fat.view
+    reason = too_small(fat)
+    if reason:
+        raise NotWorthSplitting(reason)
+    start = _align_up(fatbin.offset, PAGE)
+    end = (fatbin.offset + fatbin.size) // PAGE * PAGE
+    if (fatbin.addr - fatbin.offset) % PAGE:
+        raise _fail(fat, f"{fatbin.name}'s address and file offset differ modulo {PAGE}")
+    removed = end - start - PAGE  # bytes the file shrinks by
+    page_address = fatbin.addr + (start - fatbin.offset)
+
+    # Program headers: split the fatbin's PT_LOAD around the cut, add the reference page.
+    segments: list[elf.Segment] = []
+    holder = None
+    for seg in image.segments:
+        if seg.type == elf.PT_LOAD and seg.offset <= fatbin.offset < seg.offset + seg.filesz:
+            holder = seg
+            if fatbin.offset + fatbin.size > seg.offset + seg.filesz:
+                raise _fail(fat, f"{fatbin.name} runs past the end of its PT_LOAD")
+            if seg.memsz < seg.filesz:
+                raise _fail(fat, "the PT_LOAD of .hip_fatbin maps less memory than file bytes")
+            if seg.vaddr - seg.offset != fatbin.addr - fatbin.offset:
+                raise _fail(fat, f"{fatbin.name} is not mapped where its PT_LOAD says")
+            head = start - seg.offset
+            if head:
+                segments.append(replace(seg, filesz=head, memsz=head))
+            segments.append(
+                elf.Segment(
+                    elf.PT_LOAD, elf.PF_R, start, page_address, page_address, PAGE, PAGE, PAGE
+                )
+            )
+            tail = seg.offset + seg.filesz - end
+            if tail or seg.memsz > seg.filesz:
+                delta = end - seg.offset
+                segments.append(
+                    replace(
+                        seg,
+                        offset=end - removed,
+                        vaddr=seg.vaddr + delta,
+                        paddr=seg.paddr + delta,
+                        filesz=tail,
+                        memsz=seg.memsz - delta,
+                    )
+                )
+            continue
+        segments.append(_moved_segment(fat, seg, start, end, removed))
+    if holder is None:
+        raise _fail(fat, f"{fatbin.name} is in no PT_LOAD segment")
+    table_size = len(segments) * elf.PHDR.size
+    ref = reference(kernel_name, search_paths)
+    ref_at = _align_up(table_size, 16)
+    if ref_at + len(ref) > PAGE:
+        raise _fail(fat, f"{len(segments)} program headers and the reference do not fit a page")
+    segments = [
+        replace(
+            s,
+            offset=start,
+            vaddr=page_address,
+            paddr=page_address,
+            filesz=table_size,
+            memsz=table_size,
+        )
+        if s.type == elf.PT_PHDR
+        else s
+        for s in segments
+    ]
+    page = bytearray(PAGE)
+    for i, seg in enumerate(segments):
+        page[i * elf.PHDR.size : (i + 1) * elf.PHDR.size] = seg.pack()
+    page[ref_at : ref_at + len(ref)] = ref
+    ref_address = page_address + ref_at
+
+    # Patches of the original bytes: wrappers and their relocation addends.
+    patches: dict[int, bytes] = {}
+    for wrapper in fat.wrappers:
+        patches[wrapper.offset] = WRAPPER.pack(HIPK, 1, ref_address, wrapper.index)
+        if wrapper.relocation is not None:
+            patches[wrapper.relocation + 16] = ref_address.to_bytes(8, "little", signed=True)
+
+    # Sections: later ones move, .hip_fatbin holds no bytes, the reference is appended.
+    names = next(s for i, s in enumerate(image.sections) if i == image.header.shstrndx)
+    new_names = bytes(data[names.offset : names.offset + names.size]) + REF_SECTION.encode() + b"\0"
+    body_end = image.size - removed
+    names_at = body_end
+    table_at = _align_up(names_at + len(new_names), 8)
+    sections = []
+    for index, section in enumerate(image.sections):
+        if section is fatbin:
+            sections.append(replace(section, type=elf.SHT_NOBITS))
+        elif index == image.header.shstrndx:
+            sections.append(replace(section, offset=names_at, size=len(new_names)))
+        else:
+            sections.append(_moved_section(fat, section, start, end, removed))
+    sections.append(
+        elf.Section(names.size, 1, elf.SHF_ALLOC, ref_address, start + ref_at, len(ref), 0, 0, 1, 0)
+    )
+    patches[0] = replace(
+        image.header,
+        phoff=start,
+        phnum=len(segments),
+        shoff=table_at,
+        shnum=len(sections),
+    ).pack()
+    for offset, patch in patches.items():
+        if offset < end and offset + len(patch) > start:
+            raise _fail(fat, f"bytes to patch at {offset} lie inside {fatbin.name}")
+
+    _write_patched(out, data, 0, start, patches)
+    out.write(page)
+    _write_patched(out, data, end, image.size, patches)
+    out.write(new_names)
+    out.write(bytes(table_at - names_at - len(new_names)))
+    for section in sections:
+        out.write(section.pack())
+
+    recipe = Recipe(image.size, original_sha256 or sha256_of(data), start, end, PAGE)
+    recipe.pieces = list(_pieces(fat, start, end, kernel_name, archive_of, literals))
+    recipe.patches = sorted(
+        (offset, bytes(data[offset : offset + len(p)])) for offset, p in patches.items()
+    )
+    return recipe
+
+
+def _moved_segment(
+    fat: FatBinary, seg: elf.Segment, start: int, end: int, removed: int
+) -> elf.Segment:
+    if seg.offset >= end:
+        return replace(seg, offset=seg.offset - removed)
+    if seg.filesz and seg.offset < end and seg.offset + seg.filesz > start:
+        raise _fail(fat, f"a segment (type {seg.type:#x}) overlaps .hip_fatbin's pages")
+    return seg
+
+
+def _moved_section(
+    fat: FatBinary, section: elf.Section, start: int, end: int, removed: int
+) -> elf.Section:
+    if section.offset >= end:
+        return replace(section, offset=section.offset - removed)
+    if (
+        section.type != elf.SHT_NOBITS
+        and section.size
+        and section.offset < end
+        and section.file_end > start
+    ):
+        raise _fail(fat, f"section {section.name} overlaps .hip_fatbin's pages")
+    return section
+
+
+def _pieces(
+    fat: FatBinary,
+    start: int,
+    end: int,
+    kernel_name: str,
+    archive_of: Any,
+    literals: BinaryIO | None,
+) -> Iterator[list[Any]]:
+    """The removed range as zero runs, literal bytes and code-object references."""
+    assert fat.fatbin is not None
+    base = fat.fatbin.offset
+    objects: list[tuple[int, int, list[Any]]] = []
+    seen: set[int] = set()
+    for device in fat.devices:
+        found = device.bundle
+        if found.offset in seen or found.compression is not None:
+            continue  # a compressed bundle is kept as literal bytes
+        seen.add(found.offset)
+        key = f"{kernel_name}#{device.wrapper.index}"
+        for obj in found.code_objects:
+            first = base + found.offset + obj.offset
+            objects.append(
+                (first, first + obj.size, [2, archive_of(obj.target), str(obj.target), key])
+            )
+    data = fat.view
+    position = start
+    for first, last, ref in sorted(objects, key=lambda o: o[0]):
+        if last <= start or first >= end:
+            continue
+        yield from _gap(data, position, max(first, start), literals)
+        clip_from, clip_to = max(first, start), min(last, end)
+        yield [*ref, clip_from - first, clip_to - clip_from]
+        position = clip_to
+    yield from _gap(data, position, end, literals)
+
+
+def _gap(data: memoryview, first: int, last: int, literals: BinaryIO | None) -> Iterator[list[Any]]:
+    """Bytes that are no code object: zero runs, short literals inline, long ones
+    (compressed bundles) streamed to ``literals`` and referenced by position."""
+    if first >= last:
+        return
+    chunk = data[first:last]
+    position = 0
+    for run in ZERO_RUN.finditer(chunk):
+        if run.start() > position:
+            yield _literal(chunk[position : run.start()], literals)
+        yield [0, run.end() - run.start()]
+        position = run.end()
+    if position < len(chunk):
+        yield _literal(chunk[position:], literals)
+
+
+def _literal(chunk: memoryview, literals: BinaryIO | None) -> list[Any]:
+    if literals is None or len(chunk) <= INLINE_LITERAL:
+        return [1, bytes(chunk)]
+    offset = literals.tell()
+    _copy(literals, chunk, 0, len(chunk))
+    return [3, offset, len(chunk)]
+
+
+def _write_patched(
+    out: BinaryIO, data: memoryview, first: int, last: int, patches: dict[int, bytes]
+) -> None:
+    """Copy ``data[first:last]`` with patches applied."""
+    position = first
+    for offset in sorted(patches):
+        patch = patches[offset]
+        if offset + len(patch) <= first or offset >= last:
+            continue
+        _copy(out, data, position, offset)
+        out.write(patch)
+        position = offset + len(patch)
+    _copy(out, data, position, last)
+
+
+def _copy(out: BinaryIO, data: memoryview, first: int, last: int) -> None:
+    for chunk_start in range(first, last, COPY_CHUNK):
+        out.write(data[chunk_start : min(last, chunk_start + COPY_CHUNK)])
+
+
+def sha256_of(data: memoryview) -> str:
+    """The sha256 of a whole file's bytes (hashlib releases the GIL: callers may run
+    it in a thread while other work goes on)."""
+    digest = hashlib.sha256()
+    for chunk_start in range(0, len(data), COPY_CHUNK):
+        digest.update(data[chunk_start : chunk_start + COPY_CHUNK])
+    return digest.hexdigest()
+
+
+def _align_up(value: int, alignment: int) -> int:
+    return -(-value // alignment) * alignment
+
+
+def _fail(fat: FatBinary, problem: str) -> InvalidFatBinary:
+    return InvalidFatBinary(fat.path, f"cannot rewrite: {problem}")
+
+
+__all__ = ["REF_SECTION", "NotWorthSplitting", "Recipe", "reference", "split_binary"]
