@@ -10,7 +10,6 @@ partial package in OUT; ``index.json`` is written last, the same way.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -22,6 +21,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gfxpack._io import HashingWriter, write_atomically
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import FORMATS, PackageInfo, writer
 from gfxpack.formats.compress import Compression
@@ -106,18 +106,6 @@ def package_info(
     )
 
 
-class _HashingFile:
-    def __init__(self, file):
-        self._file = file
-        self.sha256 = hashlib.sha256()
-        self.size = 0
-
-    def write(self, data) -> int:
-        self.sha256.update(data)
-        self.size += len(data)
-        return self._file.write(data)
-
-
 def write_package(
     info: PackageInfo, fmt: str, scratch: str, out: str
 ) -> tuple[str, int, str, float]:
@@ -127,10 +115,10 @@ def write_package(
     name = module.filename(info)
     partial = os.path.join(scratch, name)
     with open(partial, "wb") as file:
-        hashing = _HashingFile(file)
+        hashing = HashingWriter(file, "sha256")
         module.write(info, hashing)
     os.replace(partial, os.path.join(out, name))
-    return name, hashing.size, hashing.sha256.hexdigest(), time.perf_counter() - started
+    return name, hashing.size, hashing.hexdigest(), time.perf_counter() - started
 
 
 def build(
@@ -226,6 +214,4 @@ def _write_index(out: Path, plan: ReleasePlan, built: list[BuiltFile]) -> None:
         "targets": list(plan.targets),
         "files": [asdict(item) for item in built],
     }
-    partial = out / f".{INDEX}.partial"
-    partial.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
-    os.replace(partial, out / INDEX)
+    write_atomically(out / INDEX, (json.dumps(index, indent=2) + "\n").encode())

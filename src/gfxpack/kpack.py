@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 import msgpack
 import zstandard
 
+from gfxpack._io import atomic_write
 from gfxpack.errors import GfxpackError
 
 MAGIC = b"KPAK"
@@ -190,14 +191,9 @@ def write_kpack(
     read one at a time.
     """
     path = Path(path)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    try:
-        with open(temporary, "wb") as out, KpackWriter(out, group, arch, compression, level) as w:
-            for toc_key, code in kernels:
-                w.add(toc_key, code if isinstance(code, bytes) else Path(code).read_bytes())
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    with atomic_write(path) as out, KpackWriter(out, group, arch, compression, level) as w:
+        for toc_key, code in kernels:
+            w.add(toc_key, code if isinstance(code, bytes) else Path(code).read_bytes())
     return path
 
 

@@ -8,7 +8,6 @@ owner root:root, mtimes clamped to the build's SOURCE_DATE_EPOCH.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import posixpath
@@ -17,6 +16,8 @@ import tarfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import BinaryIO
+
+from gfxpack._io import HashingReader
 
 CHUNK = 1 << 20
 
@@ -59,20 +60,6 @@ def archive_size_hint(entries: tuple[Entry, ...]) -> int:
     return installed_size(entries) + 512 * (len(entries) + 2)
 
 
-class _HashingReader:
-    """Reads a file while hashing it: the one digest its format records (DEB md5sums
-    want md5, RPM file digests sha256), computed on the way to the archive."""
-
-    def __init__(self, file: BinaryIO, algorithm: str):
-        self._file = file
-        self.hash = hashlib.new(algorithm, usedforsecurity=False)
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._file.read(size)
-        self.hash.update(data)
-        return data
-
-
 def _open(entry: Entry):
     if entry.data is not None:
         return io.BytesIO(entry.data)
@@ -108,7 +95,7 @@ def write_tar(
             else:
                 info.size = entry.size
                 with _open(entry) as file:
-                    reader = _HashingReader(file, algorithm)
+                    reader = HashingReader(file, algorithm)
                     tar.addfile(info, reader)
                     if file.read(1):
                         raise OSError(f"{entry.source} grew while it was packaged")
@@ -153,7 +140,7 @@ def write_cpio(
                 raise OSError(f"{entry.path}: {entry.size} bytes is too large for a cpio payload")
             _cpio_header(out, name, ino, stat.S_IFREG | entry.mode, 1, entry.mtime, entry.size)
             with _open(entry) as file:
-                reader = _HashingReader(file, algorithm)
+                reader = HashingReader(file, algorithm)
                 copied = 0
                 while chunk := reader.read(min(CHUNK, entry.size - copied)):
                     out.write(chunk)

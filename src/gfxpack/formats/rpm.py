@@ -20,6 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from gfxpack._io import HashingWriter
 from gfxpack.formats import PackageInfo
 from gfxpack.formats.compress import compressing
 from gfxpack.formats.payload import Entry, archive_size_hint, installed_size, write_cpio
@@ -164,41 +165,12 @@ def _encode(kind: int, value: Any) -> tuple[bytes, int]:
     return struct.pack(f">{len(values)}{code}", *values), len(values)
 
 
-class _CountingWriter:
-    """Writes through, counting the bytes: the uncompressed payload size."""
-
-    def __init__(self, out):
-        self._out = out
-        self.size = 0
-
-    def write(self, data) -> int:
-        self.size += len(data)
-        return self._out.write(data)
-
-
-class _HashingWriter:
-    """Writes through to a file, hashing and counting the bytes."""
-
-    def __init__(self, out: BinaryIO):
-        self._out = out
-        self.size = 0
-        self.sha256 = hashlib.sha256()
-
-    def write(self, data) -> int:
-        self.sha256.update(data)
-        self.size += len(data)
-        return self._out.write(data)
-
-    def flush(self) -> None:
-        self._out.flush()
-
-
 def write(info: PackageInfo, out: BinaryIO) -> None:
     entries = info.entries
     with tempfile.TemporaryFile() as payload:
-        compressed = _HashingWriter(payload)
+        compressed = HashingWriter(payload, "sha256")
         with compressing(compressed, info.compression, archive_size_hint(entries)) as stream:
-            raw = _CountingWriter(stream)
+            raw = HashingWriter(stream)  # counting only: the uncompressed size
             digests = write_cpio(raw, entries)
         header = _main_header(info, entries, digests, compressed).build(HEADER_REGION)
         md5 = hashlib.md5(header, usedforsecurity=False)
@@ -257,7 +229,7 @@ def _main_header(info, entries, digests, compressed) -> _HeaderBuilder:
     h.add(PAYLOADCOMPRESSOR, STRING, PAYLOAD_COMPRESSOR[info.compression.codec])
     h.add(PAYLOADFLAGS, STRING, str(info.compression.level))
     h.add(ENCODING, STRING, "utf-8")
-    h.add(PAYLOADDIGEST, STRING_ARRAY, [compressed.sha256.hexdigest()])
+    h.add(PAYLOADDIGEST, STRING_ARRAY, [compressed.hexdigest()])
     h.add(PAYLOADDIGESTALGO, INT32, SHA256_ALGO)
     return h
 

@@ -26,6 +26,7 @@ from collections import defaultdict
 from email.utils import formatdate
 from pathlib import Path
 
+from gfxpack._io import atomic_path, file_digests, write_atomically
 from gfxpack.errors import GfxpackError
 from gfxpack.repo.debfile import parse_stanzas, read_deb
 
@@ -37,17 +38,6 @@ POOL_FIELDS = ("Filename", "Size", "MD5sum", "SHA256")
 
 class RepoError(GfxpackError):
     pass
-
-
-def _digests(path: Path) -> tuple[int, str, str]:
-    md5, sha256 = hashlib.md5(usedforsecurity=False), hashlib.sha256()
-    size = 0
-    with open(path, "rb") as file:
-        while chunk := file.read(1 << 20):
-            md5.update(chunk)
-            sha256.update(chunk)
-            size += len(chunk)
-    return size, md5.hexdigest(), sha256.hexdigest()
 
 
 def new_files(files: list[Path], pool: Path) -> list[Path]:
@@ -72,19 +62,16 @@ def add_to_pool(files: list[Path], pool: Path) -> None:
     pool.mkdir(parents=True, exist_ok=True)
     for source in files:
         target = pool / source.name
-        partial = target.with_name(f".{target.name}.partial")
-        try:
-            os.link(source, partial)
-        except OSError:
-            shutil.copy2(source, partial)
-        os.replace(partial, target)
+        with atomic_path(target) as partial:
+            try:
+                os.link(source, partial)
+            except OSError:
+                shutil.copy2(source, partial)
 
 
 def _write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_bytes(data)
-    os.replace(partial, path)
+    write_atomically(path, data)
 
 
 def _entries(out: Path, files: dict[str, Path]) -> tuple[list[dict], dict[str, dict]]:
@@ -103,7 +90,7 @@ def _entries(out: Path, files: dict[str, Path]) -> tuple[list[dict], dict[str, d
         entry = cache.get(name)
         if entry is None or entry.get("stamp") != stamp:
             control, paths = read_deb(str(deb))
-            size, md5, sha256 = _digests(deb)
+            size, (md5, sha256) = file_digests(deb, "md5", "sha256")
             stanza = parse_stanzas(control)[0]
             stanza.update(
                 {
