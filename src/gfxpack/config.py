@@ -109,10 +109,6 @@ class PackageSpec:
     vendor: str = ""
     homepage: str = ""
     comments: str = ""
-    disable_dwz: bool = False
-    disable_deb_strip: bool = False
-    disable_rpm_strip: bool = False
-    disable_debug_package: bool = False
 
     @property
     def is_devel(self) -> bool:
@@ -177,6 +173,11 @@ _FLAGS = {
     "disable_rpm_strip": "disable_rpm_strip",
     "disable_debug_package": "disable_debug_package",
 }
+# Upstream's strip / dwz / debug-package switches: gfxpack never strips, runs dwz on or
+# splits debug info out of a payload, so each already holds. Validated, not stored.
+_ALWAYS_HOLDING_FLAGS = frozenset(
+    {"disable_dwz", "disable_deb_strip", "disable_rpm_strip", "disable_debug_package"}
+)
 # Keys upstream documents but its code ignores.
 _DOCUMENTED_BUT_IGNORED = {
     "Composite": "upstream documents it but never reads it",
@@ -317,7 +318,7 @@ class _Validator:
                     continue
                 flag_keys[attribute] = key
                 flag = self.boolean(here, value)
-                if flag is not None:
+                if flag is not None and attribute not in _ALWAYS_HOLDING_FLAGS:
                     values[attribute] = flag
             elif key in _STRING_FIELDS:
                 if not isinstance(value, str):

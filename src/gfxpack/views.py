@@ -8,7 +8,6 @@ own family expanded under it, other packages as annotated leaves; the
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterable
 from itertools import groupby
 
@@ -282,10 +281,3 @@ def reachable(plan: ReleasePlan, root: str, fmt: str = "deb") -> list[PlannedPac
                 seen.add(req.target)
                 stack.append(plan.by_key[req.target])
     return [p for p in plan.packages if p.key in seen]
-
-
-# --- summary -----------------------------------------------------------------------
-
-
-def kind_counts(plan: ReleasePlan) -> Counter[Kind]:
-    return Counter(package.kind for package in plan.packages)

@@ -68,8 +68,5 @@ class Diagnostics:
     def error(self, code: str, path, message: str) -> None:
         self.add(Severity.ERROR, code, path, message)
 
-    def codes(self, at_least: Severity = Severity.INFO) -> list[str]:
-        return [d.code for d in self.items if d.severity >= at_least]
-
     def at_least(self, severity: Severity) -> list[Diagnostic]:
         return [d for d in self.items if d.severity >= severity]

@@ -332,7 +332,7 @@ class _FileParser:
         elif self.suffix == ".kdp.json":
             body, arch = self.kdp(doc, name)
         else:
-            body = self.kernel_body(doc, ident, name, standalone=True)
+            body = self.kernel_body(doc, ident, name)
             arch = body.arch
         return Descriptor(self.suffix, ident, name, self.path, self.root, body, arch)
 
@@ -453,7 +453,7 @@ class _FileParser:
             label = f"a 'kernelDescriptors' entry in {where}"
             ident = self.uuid(entry, "id", label)
             kernel_name = self.string(entry, "name", label)
-            kernel = self.kernel_body(entry, ident, kernel_name, standalone=False)
+            kernel = self.kernel_body(entry, ident, kernel_name)
             if not arch_covers(arch, kernel.arch):
                 raise self.invalid(
                     f"kernel '{kernel.name}' in {where} declares arch {arch_text(kernel.arch)}, "
@@ -463,7 +463,7 @@ class _FileParser:
             kernels.append(kernel)
         return Pack(engine, dispatch, matcher_ids, tuple(kernels), tuple(references)), arch
 
-    def kernel_body(self, doc: dict, ident: str, name: str, standalone: bool) -> Kernel:
+    def kernel_body(self, doc: dict, ident: str, name: str) -> Kernel:
         where = f"kernel '{name}' in {self.quoted}"
         if "kernel_source" not in doc:
             raise self.invalid(f"missing required key 'kernel_source' in {where}")

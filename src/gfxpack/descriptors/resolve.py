@@ -357,8 +357,6 @@ class Resolver:
                         f'but "{library}" holds {actual}',
                     )
         except (ValueError, InvalidKpack) as e:
-            if isinstance(e, _PackDropped):
-                raise
             why = getattr(e, "problem", None) or str(e)
             raise _PackDropped(
                 "D421",

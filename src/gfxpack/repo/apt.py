@@ -32,8 +32,6 @@ from gfxpack.repo.debfile import parse_stanzas, read_deb
 
 COMPONENT = "main"
 CACHE = ".gfxpack-apt-cache.json"
-# Stanza field order: the control file's, then the repository's own.
-POOL_FIELDS = ("Filename", "Size", "MD5sum", "SHA256")
 
 
 class RepoError(GfxpackError):
