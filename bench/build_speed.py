@@ -34,6 +34,7 @@ from pathlib import Path
 from gfxpack.artifacts import route, scan
 from gfxpack.build import DEFAULT_EPOCH, BuildOptions, package_info
 from gfxpack.config import load_config
+from gfxpack.formats import FORMATS
 from gfxpack.formats.deb import control_text
 from gfxpack.plan import plan
 
@@ -125,9 +126,9 @@ def stage(config: Path, artifacts: Path, work: Path, level: int) -> list[dict]:
     routed = route(release, tree, options.epoch)
     jobs = []
     for package in release.packages:
-        for fmt in ("deb", "rpm"):
+        for fmt in FORMATS:
             info = package_info(release, package, fmt, routed.get(package.key, ()), options)
-            root = work / "stage" / fmt / info.name
+            root = work / "stage" / fmt.name / info.name
             for entry in info.entries:
                 target = root / entry.path.lstrip("/")
                 if entry.kind == "dir":
@@ -139,7 +140,7 @@ def stage(config: Path, artifacts: Path, work: Path, level: int) -> list[dict]:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     os.link(entry.source, target)
             root.mkdir(parents=True, exist_ok=True)
-            jobs.append({"fmt": fmt, "info": info, "root": root, "level": level})
+            jobs.append({"fmt": fmt.name, "info": info, "root": root, "level": level})
     return jobs
 
 

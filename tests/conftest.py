@@ -12,6 +12,7 @@ import pytest
 from gfxpack.artifacts import route, scan
 from gfxpack.build import BuildOptions, build
 from gfxpack.config import load_config
+from gfxpack.formats import PackageFormat
 from gfxpack.plan import plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,9 +66,9 @@ class BuiltRelease:
     out: Path
     built: list
 
-    def files(self, fmt: str) -> dict[str, Path]:
-        """Package key -> its file in ``fmt``."""
-        return {b.package: self.out / b.file for b in self.built if b.format == fmt}
+    def files(self, fmt: PackageFormat | str) -> dict[str, Path]:
+        """Package key -> its file in ``fmt`` (a format or its name)."""
+        return {b.package: self.out / b.file for b in self.built if b.format == str(fmt)}
 
 
 def build_example(

@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from gfxpack import views
+from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.plan import Kind, plan
 from tests.conftest import SEED_TARGETS
 
@@ -91,7 +92,7 @@ def test_json_lists_notes(example_plan):
     } in notes
 
 
-@pytest.mark.parametrize("fmt", ["deb", "rpm"])
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_dot_is_valid_graphviz(example_plan, fmt):
     """dot itself parses and lays out the graph; every package becomes a node."""
     source = views.dot(example_plan, fmt=fmt)
@@ -130,7 +131,7 @@ def test_every_example_tree_draws(example_plan):
     for root in (p for p in example_plan.packages if p.kind is Kind.NON_VERSIONED):
         drawn = views.tree(example_plan, root.key)
         for member in example_plan.family(root.base):
-            assert f"{member.name('deb')} ({member.kind.label})" in drawn
+            assert f"{member.name(DEB)} ({member.kind.label})" in drawn
 
 
 def test_tree_shows_recommends_and_alternatives(example_plan):
@@ -140,7 +141,7 @@ def test_tree_shows_recommends_and_alternatives(example_plan):
 
 
 def test_tree_of_rpm_names(example_plan):
-    assert views.tree(example_plan, "amdrocm-blas-devel", "rpm").startswith(
+    assert views.tree(example_plan, "amdrocm-blas-devel", RPM).startswith(
         "amdrocm-blas-devel (non-versioned)\n"
     )
     assert views.tree(example_plan, "amdrocm-blas-dev").startswith("amdrocm-blas-dev (")

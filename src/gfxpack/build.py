@@ -23,10 +23,10 @@ from pathlib import Path
 
 from gfxpack._io import HashingWriter, write_atomically
 from gfxpack.errors import GfxpackError
-from gfxpack.formats import FORMATS, PackageInfo, writer
+from gfxpack.formats import FORMATS, PackageFormat, PackageInfo
 from gfxpack.formats.compress import Compression
 from gfxpack.formats.payload import Entry, installed_size
-from gfxpack.plan import PlannedPackage, ReleasePlan, render
+from gfxpack.plan import PlannedPackage, ReleasePlan
 from gfxpack.scripts import scripts_for
 
 # 2024-01-01T00:00:00Z: the timestamp of every build that sets no SOURCE_DATE_EPOCH.
@@ -51,7 +51,7 @@ def source_date_epoch(environ: Mapping[str, str]) -> int:
 
 @dataclass(frozen=True, slots=True)
 class BuildOptions:
-    formats: tuple[str, ...] = FORMATS
+    formats: tuple[PackageFormat, ...] = FORMATS
     compression: Compression = field(default_factory=Compression)
     jobs: int = os.cpu_count() or 1
     epoch: int = DEFAULT_EPOCH
@@ -72,7 +72,7 @@ class BuiltFile:
 def package_info(
     plan: ReleasePlan,
     package: PlannedPackage,
-    fmt: str,
+    fmt: PackageFormat,
     entries: tuple[Entry, ...],
     options: BuildOptions,
 ) -> PackageInfo:
@@ -80,14 +80,14 @@ def package_info(
     spec = plan.specs[package.base]
     relations = package.relations(fmt)
     rendered = {
-        name: tuple(render(dep, fmt) for dep in getattr(relations, name))
+        name: tuple(fmt.render(dep) for dep in getattr(relations, name))
         for name in ("depends", "recommends", "suggests", "provides", "conflicts", "replaces")
     }
     return PackageInfo(
         name=relations.name,
         version=plan.rocm_version,
         release=plan.release,
-        arch=spec.architecture if fmt == "deb" else spec.build_arch,
+        arch=fmt.arch(spec),
         summary=spec.description_short,
         description=spec.description_long,
         maintainer=spec.maintainer,
@@ -107,16 +107,15 @@ def package_info(
 
 
 def write_package(
-    info: PackageInfo, fmt: str, scratch: str, out: str
+    info: PackageInfo, fmt: PackageFormat, scratch: str, out: str
 ) -> tuple[str, int, str, float]:
     """One job: write the package into ``scratch``, then rename it into ``out``."""
     started = time.perf_counter()
-    module = writer(fmt)
-    name = module.filename(info)
+    name = fmt.filename(info)
     partial = os.path.join(scratch, name)
     with open(partial, "wb") as file:
         hashing = HashingWriter(file, "sha256")
-        module.write(info, hashing)
+        fmt.write(info, hashing)
     os.replace(partial, os.path.join(out, name))
     return name, hashing.size, hashing.hexdigest(), time.perf_counter() - started
 
@@ -141,10 +140,17 @@ def build(
     scratch = tempfile.mkdtemp(prefix=".gfxpack-partial-", dir=out)
     built: list[BuiltFile] = []
 
-    def record(package: PlannedPackage, fmt: str, result: tuple) -> None:
+    def record(package: PlannedPackage, fmt: PackageFormat, result: tuple) -> None:
         name, size, sha256, seconds = result
         item = BuiltFile(
-            name, package.key, str(package.kind), package.arch, fmt, size, sha256, round(seconds, 4)
+            name,
+            package.key,
+            str(package.kind),
+            package.arch,
+            fmt.name,
+            size,
+            sha256,
+            round(seconds, 4),
         )
         built.append(item)
         if on_built:

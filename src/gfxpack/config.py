@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from gfxpack.errors import GfxpackError
-from gfxpack.relations import InvalidRelation, Relation, parse_deb, parse_rpm
+from gfxpack.formats.package_format import FORMATS, PackageFormat
+from gfxpack.relations import InvalidRelation, Relation
 
 COMPONENTS = ("lib", "run", "dev", "doc", "test", "dbg")
 
@@ -118,8 +119,10 @@ class PackageSpec:
     def pointer(self) -> str:
         return f"/{self.index}"
 
-    def relations(self, fmt: str) -> Relations:
-        return self.deb if fmt == "deb" else self.rpm
+    def relations(self, fmt: PackageFormat) -> Relations:
+        """The relation lists of ``fmt``: the attribute named after the format."""
+        found: Relations = getattr(self, fmt.name)
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,19 +152,12 @@ _STRING_FIELDS = {
     "Homepage": "homepage",
     "Comments": "comments",
 }
-# key -> (format, relation list); Provides and Conflicts serve both formats.
-_RELATION_KEYS = {
-    "DEBDepends": (("deb", "depends"),),
-    "RPMRequires": (("rpm", "depends"),),
-    "DEBRecommends": (("deb", "recommends"),),
-    "RPMRecommends": (("rpm", "recommends"),),
-    "DEBSuggests": (("deb", "suggests"),),
-    "RPMSuggests": (("rpm", "suggests"),),
-    "Provides": (("deb", "provides"), ("rpm", "provides")),
-    "Conflicts": (("deb", "conflicts"), ("rpm", "conflicts")),
-    "Replaces": (("deb", "replaces"),),
-    "Obsoletes": (("rpm", "replaces"),),
-}
+# key -> ((format, relation list), ...); Provides and Conflicts serve both formats and
+# are parsed once, in the syntax of the first format reading them.
+_RELATION_KEYS: dict[str, list[tuple[PackageFormat, str]]] = {}
+for _fmt in FORMATS:
+    for _key, _list_name in _fmt.relation_keys.items():
+        _RELATION_KEYS.setdefault(_key, []).append((_fmt, _list_name))
 # Flags are matched case-insensitively, as upstream's is_key_defined does.
 _FLAGS = {
     "gfxarch": "gfxarch",
@@ -302,7 +298,9 @@ class _Validator:
             self.fail(_pointer(index, key), f"key {key!r} appears more than once in {name}")
 
         values: dict[str, Any] = {"name": name, "index": index}
-        relations: dict[str, dict[str, tuple[Relation, ...]]] = {"deb": {}, "rpm": {}}
+        relations: dict[PackageFormat, dict[str, tuple[Relation, ...]]] = {
+            fmt: {} for fmt in FORMATS
+        }
         flag_keys: dict[str, str] = {}
         for key, value in entry.items():
             here = _pointer(index, key)
@@ -326,8 +324,7 @@ class _Validator:
                 elif _STRING_FIELDS[key]:
                     values[_STRING_FIELDS[key]] = value
             elif key in _RELATION_KEYS:
-                fmt = _RELATION_KEYS[key][0][0]
-                parsed = self.relation_list(here, value, parse_rpm if fmt == "rpm" else parse_deb)
+                parsed = self.relation_list(here, value, _RELATION_KEYS[key][0][0].parse)
                 for target_fmt, list_name in _RELATION_KEYS[key]:
                     relations[target_fmt][list_name] = parsed
             elif key == "Artifactory":
@@ -360,9 +357,9 @@ class _Validator:
             )
         if len(self.problems) > before:
             return None
-        return PackageSpec(
-            deb=Relations(**relations["deb"]), rpm=Relations(**relations["rpm"]), **values
-        )
+        for fmt, lists in relations.items():
+            values[fmt.name] = Relations(**lists)
+        return PackageSpec(**values)
 
     def boolean(self, where: str, value: Any, words: tuple[frozenset, frozenset] | None = None):
         true_words, false_words = words or (TRUE_WORDS, FALSE_WORDS)

@@ -18,12 +18,18 @@ from __future__ import annotations
 import shlex
 
 from gfxpack.config import PackageSpec
+from gfxpack.formats.package_format import PackageFormat
 from gfxpack.plan import Kind, PlannedPackage, ReleasePlan
 from gfxpack.plan.naming import version_xy
 
 _ROCM_DIRS = ("bin", "lib", "include", "llvm", "amdgcn", "libexec", "share")
 _TOOLS = ("hipcc", "hipconfig", "amdclang", "amdclang++", "rocminfo", "amd-smi")
 _DEVEL_TOOLS = ("MIOpenDriver",)
+
+# (link, name, path) of one update-alternatives slave
+Slave = tuple[str, str, str]
+# (group, link, path, slaves) of one update-alternatives registration
+Alternative = tuple[str, str, str, list[Slave]]
 
 
 def priority(version: str, epoch: int) -> int:
@@ -35,22 +41,22 @@ def priority(version: str, epoch: int) -> int:
     ) // 60
 
 
-def _alternatives(
-    spec: PackageSpec, prefix_var: str, major: str
-) -> list[tuple[str, str, str, list]]:
+def _alternatives(spec: PackageSpec, prefix_var: str, major: str) -> list[Alternative]:
     """(group, link, path, slaves) for the base; paths use a shell variable for the prefix."""
     if spec.is_devel:
         return [
             (f"rocm-{tool.lower()}", f"/usr/bin/{tool}", f"{prefix_var}/bin/{tool}", [])
             for tool in _DEVEL_TOOLS
         ]
-    slaves = [(f"/opt/rocm/core-{major}", f"rocm-core-{major}", prefix_var)]
+    slaves: list[Slave] = [(f"/opt/rocm/core-{major}", f"rocm-core-{major}", prefix_var)]
     slaves += [(f"/opt/rocm/{d}", f"rocm-{d}", f"{prefix_var}/{d}") for d in _ROCM_DIRS]
     slaves += [(f"/usr/bin/{t}", f"rocm-{t}", f"{prefix_var}/bin/{t}") for t in _TOOLS]
     return [("rocm-core", "/opt/rocm/core", prefix_var, slaves)]
 
 
-def scripts_for(plan: ReleasePlan, package: PlannedPackage, fmt: str, epoch: int) -> dict[str, str]:
+def scripts_for(
+    plan: ReleasePlan, package: PlannedPackage, fmt: PackageFormat, epoch: int
+) -> dict[str, str]:
     """The maintainer scripts of one package, or none."""
     spec = plan.specs[package.base]
     if not spec.postinstall or package.kind is Kind.NON_VERSIONED:
@@ -63,12 +69,12 @@ def scripts_for(plan: ReleasePlan, package: PlannedPackage, fmt: str, epoch: int
         for p in plan.family(package.base)
         if p.kind is not Kind.NON_VERSIONED and p.key != package.key
     )
-    if fmt == "deb":
-        return _deb_scripts(_alternatives(spec, '"$PREFIX"', major), plan.prefix, rank, siblings)
-    return _rpm_scripts(_alternatives(spec, '"$PREFIX"', major), plan.prefix, rank, siblings)
+    return fmt.maintainer_scripts(
+        _alternatives(spec, '"$PREFIX"', major), plan.prefix, rank, siblings
+    )
 
 
-def _install_commands(alternatives, rank: int, ua: str) -> list[str]:
+def _install_commands(alternatives: list[Alternative], rank: int, ua: str) -> list[str]:
     lines = []
     for group, link, path, slaves in alternatives:
         command = f"{ua} --install {link} {group} {path} {rank}"
@@ -78,11 +84,14 @@ def _install_commands(alternatives, rank: int, ua: str) -> list[str]:
     return lines
 
 
-def _remove_commands(alternatives, ua: str) -> list[str]:
+def _remove_commands(alternatives: list[Alternative], ua: str) -> list[str]:
     return [f"{ua} --remove {group} {path} || true" for group, _, path, _ in alternatives]
 
 
-def _deb_scripts(alternatives, prefix: str, rank: int, siblings: list[str]) -> dict[str, str]:
+def deb_scripts(
+    alternatives: list[Alternative], prefix: str, rank: int, siblings: list[str]
+) -> dict[str, str]:
+    """postinst and prerm; they honour DPKG_ROOT."""
     ua = 'update-alternatives ${DPKG_ROOT:+--root "$DPKG_ROOT"}'
     install = "\n    ".join(_install_commands(alternatives, rank, ua))
     remove = "\n        ".join(_remove_commands(alternatives, ua))
@@ -116,7 +125,10 @@ exit 0
     return {"postinst": postinst, "prerm": prerm}
 
 
-def _rpm_scripts(alternatives, prefix: str, rank: int, siblings: list[str]) -> dict[str, str]:
+def rpm_scripts(
+    alternatives: list[Alternative], prefix: str, rank: int, siblings: list[str]
+) -> dict[str, str]:
+    """%post and %preun (as postinst and prerm); the prefix may be relocated."""
     ua = "update-alternatives"
     install = "\n".join(_install_commands(alternatives, rank, ua))
     remove = "\n    ".join(_remove_commands(alternatives, ua))

@@ -11,8 +11,8 @@ import json
 from collections.abc import Iterable
 from itertools import groupby
 
-from gfxpack.plan.model import Kind, PlannedPackage, ReleasePlan, Req, render
-from gfxpack.plan.naming import FORMATS
+from gfxpack.formats.package_format import DEB, FORMATS, PackageFormat
+from gfxpack.plan.model import Kind, PlannedPackage, ReleasePlan, Req
 
 # --- tree --------------------------------------------------------------------
 
@@ -34,7 +34,7 @@ _ALIAS_OF = {
 }
 
 
-def tree(plan: ReleasePlan, root: str, fmt: str = "deb") -> str:
+def tree(plan: ReleasePlan, root: str, fmt: PackageFormat = DEB) -> str:
     """The dependency tree under one package, drawn as seed 000 draws them."""
     package = plan.get(root)
     if package is None:
@@ -47,7 +47,7 @@ def tree(plan: ReleasePlan, root: str, fmt: str = "deb") -> str:
 def _tree_body(
     plan: ReleasePlan,
     package: PlannedPackage,
-    fmt: str,
+    fmt: PackageFormat,
     prefix: str,
     shown: set[str],
     lines: list[str],
@@ -73,7 +73,9 @@ def _tree_body(
             lines.append(f"{prefix}{connector}{_leaf(dep, fmt)}{suffix}")
 
 
-def _tree_children(package: PlannedPackage, fmt: str) -> list[tuple[Req, tuple[Req, ...], str]]:
+def _tree_children(
+    package: PlannedPackage, fmt: PackageFormat
+) -> list[tuple[Req, tuple[Req, ...], str]]:
     relations = package.relations(fmt)
     children = [(dep[0], dep, "") for dep in relations.depends]
     children += [(dep[0], dep, " [recommended]") for dep in relations.recommends]
@@ -81,7 +83,7 @@ def _tree_children(package: PlannedPackage, fmt: str) -> list[tuple[Req, tuple[R
     return children
 
 
-def _leaf(dep: tuple[Req, ...], fmt: str) -> str:
+def _leaf(dep: tuple[Req, ...], fmt: PackageFormat) -> str:
     if len(dep) > 1:
         return " | ".join(req.text or req.name for req in dep) + " (alternatives)"
     req = dep[0]
@@ -130,7 +132,7 @@ _FILES = {
 }
 
 
-def table(plan: ReleasePlan, base: str, fmt: str = "deb") -> str:
+def table(plan: ReleasePlan, base: str, fmt: PackageFormat = DEB) -> str:
     """One base's "Package Generation" table, in seed 000's Markdown layout."""
     rows = [
         (
@@ -162,13 +164,12 @@ def markdown_table(header: Iterable[str], rows: list[tuple[str, ...]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def tables(plan: ReleasePlan, fmt: str = "deb") -> str:
+def tables(plan: ReleasePlan, fmt: PackageFormat = DEB) -> str:
     return "\n".join(f"### {base}\n\n{table(plan, base, fmt)}" for base in plan.specs)
 
 
 # --- json ----------------------------------------------------------------------
 
-_RPM_FIELDS = {"depends": "requires", "replaces": "obsoletes"}
 _LISTS = ("depends", "recommends", "suggests", "provides", "conflicts", "replaces")
 
 
@@ -208,9 +209,9 @@ def _package_json(package: PlannedPackage) -> dict:
         relations = package.relations(fmt)
         fields = {"name": relations.name}
         for list_name in _LISTS:
-            key = _RPM_FIELDS.get(list_name, list_name) if fmt == "rpm" else list_name
-            fields[key] = [render(dep, fmt) for dep in getattr(relations, list_name)]
-        entry[fmt] = fields
+            key = fmt.field_name(list_name)
+            fields[key] = [fmt.render(dep) for dep in getattr(relations, list_name)]
+        entry[fmt.name] = fields
     return entry
 
 
@@ -229,7 +230,7 @@ _DOT_STYLE = {
 
 
 def dot(
-    plan: ReleasePlan, packages: Iterable[PlannedPackage] | None = None, fmt: str = "deb"
+    plan: ReleasePlan, packages: Iterable[PlannedPackage] | None = None, fmt: PackageFormat = DEB
 ) -> str:
     """Graphviz: one cluster per base, pinned edges labelled with their operator."""
     chosen = list(plan.packages if packages is None else packages)
@@ -252,8 +253,8 @@ def dot(
             )
             for req in (r for dep in package.relations(fmt).depends for r in dep):
                 if req.target is None:
-                    systems.add(req.render(fmt))
-                    edges.append(f"  {_quote(package.key)} -> {_quote(req.render(fmt))};")
+                    systems.add(fmt.render((req,)))
+                    edges.append(f"  {_quote(package.key)} -> {_quote(fmt.render((req,)))};")
                 elif req.target in keys:
                     attrs = f' [label="{req.op}"]' if req.op else ""
                     edges.append(f"  {_quote(package.key)} -> {_quote(req.target)}{attrs};")
@@ -268,7 +269,7 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def reachable(plan: ReleasePlan, root: str, fmt: str = "deb") -> list[PlannedPackage]:
+def reachable(plan: ReleasePlan, root: str, fmt: PackageFormat = DEB) -> list[PlannedPackage]:
     """Packages reachable from ``root`` over Depends, in plan order."""
     start = plan.get(root)
     if start is None:

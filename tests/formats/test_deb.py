@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gfxpack.plan import Kind, render
+from gfxpack.formats import DEB
+from gfxpack.plan import Kind
 from gfxpack.views import reachable
 from tests.conftest import dpkg_root, run
 
@@ -35,7 +36,7 @@ def test_fields_agree_with_the_plan(example_release):
         assert field(deb, "Version") == "8.2.0-1"
         assert field(deb, "Architecture") == spec.architecture
         for name, attribute in FIELDS.items():
-            expected = ", ".join(render(dep, "deb") for dep in getattr(package.deb, attribute))
+            expected = ", ".join(DEB.render(dep) for dep in getattr(package.deb, attribute))
             assert field(deb, name) == expected, f"{deb.name} {name}"
 
 

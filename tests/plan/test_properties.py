@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gfxpack.config import ArtifactSource, ArtifactSubdir, PackageSpec, Relations
+from gfxpack.formats import FORMATS
 from gfxpack.plan import ArtifactIndex, Kind, plan
 from gfxpack.relations import parse_deb, parse_rpm
 
@@ -74,7 +75,7 @@ def test_no_cross_arch_edge(release):
     for package in result.packages:
         if package.kind not in (Kind.DEVICE, Kind.ARCH_META):
             continue
-        for fmt in ("deb", "rpm"):
+        for fmt in FORMATS:
             for req in package.relations(fmt).edges():
                 assert result.by_key[req.target].arch in (None, package.arch)
 
@@ -85,7 +86,7 @@ def test_every_amdrocm_edge_resolves_inside_the_plan(release):
     specs, targets, index, _ = release
     result = plan(specs, targets, "8.2.0", artifacts=index)
     for package in result.packages:
-        for fmt in ("deb", "rpm"):
+        for fmt in FORMATS:
             for _, deps in package.relations(fmt).dependency_lists():
                 for req in (r for dep in deps for r in dep):
                     if req.name.startswith("amdrocm"):

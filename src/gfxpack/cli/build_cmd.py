@@ -25,6 +25,7 @@ from gfxpack.cli.common import (
 )
 from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
+from gfxpack.formats import FORMATS
 from gfxpack.formats.compress import Compression
 from gfxpack.plan import Kind, Mode, plan
 
@@ -98,12 +99,13 @@ def build_command(
     when complete; OUT/index.json lists every file with its sha256. Builds are
     reproducible: SOURCE_DATE_EPOCH (default 2024-01-01) sets every timestamp.
     """
+    known = {fmt.name: fmt for fmt in FORMATS}
     chosen = tuple(split_list((formats,)))
-    if not chosen or any(f not in ("deb", "rpm") for f in chosen):
+    if not chosen or any(f not in known for f in chosen):
         raise GfxpackError(f"--format {formats!r}: expected deb, rpm or deb,rpm")
     # Options first: a bad value fails before any scanning or planning.
     build_options = build_module.BuildOptions(
-        formats=chosen,
+        formats=tuple(known[name] for name in chosen),
         compression=Compression.parse(compression),
         jobs=jobs,
         epoch=build_module.source_date_epoch(os.environ),

@@ -10,9 +10,18 @@ from collections.abc import Callable
 import click
 
 from gfxpack.errors import GfxpackError
+from gfxpack.formats import FORMATS, PackageFormat, format_named
 from gfxpack.plan import Mode, PinPolicy, PlanOptions, ReleasePlan, Severity
 
 SEPARATORS = re.compile(r"[\s,;]+")
+FORMAT_NAMES = [fmt.name for fmt in FORMATS]
+
+
+def as_format(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> PackageFormat | None:
+    """A --format / --pkg-type choice (click.Choice(FORMAT_NAMES)) as its format."""
+    return None if value is None else format_named(value)
 
 
 def reports_errors(command: Callable) -> Callable:

@@ -11,6 +11,8 @@ from rich.table import Table
 from gfxpack import views
 from gfxpack.cli import cli
 from gfxpack.cli.common import (
+    FORMAT_NAMES,
+    as_format,
     plan_options,
     print_notes,
     release_options,
@@ -19,6 +21,7 @@ from gfxpack.cli.common import (
 )
 from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
+from gfxpack.formats import PackageFormat
 from gfxpack.plan import Kind, Mode, ReleasePlan, plan
 
 
@@ -58,7 +61,8 @@ def _targets(_ctx, _param, values: tuple[str, ...]) -> list[str]:
     "--pkg-type",
     default="deb",
     show_default=True,
-    type=click.Choice(["deb", "rpm"]),
+    type=click.Choice(FORMAT_NAMES),
+    callback=as_format,
     help="Which format's names and dependencies tree, table and dot show.",
 )
 @click.option(
@@ -102,7 +106,7 @@ def plan_command(
     click.echo(_render(release_plan, output, package, pkg_type), nl=False)
 
 
-def _render(release_plan: ReleasePlan, output: str, package: str | None, fmt: str) -> str:
+def _render(release_plan: ReleasePlan, output: str, package: str | None, fmt: PackageFormat) -> str:
     roots = _roots(release_plan, package)
     if output == "tree":
         return "\n".join(views.tree(release_plan, root, fmt) for root in roots)

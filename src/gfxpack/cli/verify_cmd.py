@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from gfxpack import verify as verify_module
 from gfxpack.cli import cli
-from gfxpack.cli.common import reports_errors, split_list
+from gfxpack.cli.common import FORMAT_NAMES, as_format, reports_errors, split_list
 
 # How many violations the text report spells out per format (--json has all).
 SHOWN = 20
@@ -38,7 +38,8 @@ SHOWN = 20
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(verify_module.FORMATS),
+    type=click.Choice(FORMAT_NAMES),
+    callback=as_format,
     help="Verify only this format (default: every one under --repo).",
 )
 @click.option(

@@ -14,19 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from gfxpack.config import PackageSpec
+from gfxpack.formats.package_format import FORMATS
 from gfxpack.plan.model import Cause, Kind, ReleasePlan
-from gfxpack.plan.naming import FORMATS
 from gfxpack.plan.rules import dependency_base, is_package_dependency
-
-# package.json key of each (format, relation list), for pointers in messages.
-_KEYS = {
-    ("deb", "depends"): "DEBDepends",
-    ("rpm", "depends"): "RPMRequires",
-    ("deb", "recommends"): "DEBRecommends",
-    ("rpm", "recommends"): "RPMRecommends",
-    ("deb", "suggests"): "DEBSuggests",
-    ("rpm", "suggests"): "RPMSuggests",
-}
 
 
 def declared_dependencies(
@@ -42,7 +32,7 @@ def declared_dependencies(
             if base in buildable or name in reported:
                 continue
             reported.add(name)
-            where = f"{spec.pointer}/{_KEYS[fmt, list_name]}/{index}"
+            where = f"{spec.pointer}/{fmt.key_of(list_name)}/{index}"
             if base is None:
                 why = "which package.json does not define"
             elif specs[base].disabled:
@@ -83,7 +73,7 @@ def unique_names(plan: ReleasePlan) -> Iterator[Cause]:
             first = owner.setdefault(name, package.base)
             if first != package.base:
                 yield Cause(
-                    f"{first} and {package.base} both produce the {fmt.upper()} package {name}",
+                    f"{first} and {package.base} both produce the {fmt.title} package {name}",
                     (first, package.base),
                 )
 
@@ -126,10 +116,10 @@ def empty_aggregators(plan: ReleasePlan) -> Iterator[Cause]:
             continue
         for fmt in FORMATS:
             if not package.relations(fmt).depends:
-                key = "DEBDepends" if fmt == "deb" else "RPMRequires"
+                key = fmt.key_of("depends")
                 yield Cause(
                     f"{package.name(fmt)} ({package.kind.label}) aggregates nothing in "
-                    f"{fmt.upper()}: a metapackage needs at least one dependency "
+                    f"{fmt.title}: a metapackage needs at least one dependency "
                     f"(check {key} of {package.base})",
                     (package.key,),
                 )

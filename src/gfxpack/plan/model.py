@@ -9,7 +9,7 @@ from functools import cached_property
 
 from gfxpack.config import PackageSpec
 from gfxpack.errors import GfxpackError
-from gfxpack.relations import deb_atom, rpm_atom
+from gfxpack.formats.package_format import FORMATS, PackageFormat
 
 
 class Kind(StrEnum):
@@ -87,7 +87,8 @@ class Severity(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Req:
-    """One alternative of a planned relation.
+    """One alternative of a planned relation, in no format's syntax (each format
+    renders it: PackageFormat.render).
 
     ``target`` is the key of the planned package it points to, or None for a
     system package, whose ``text`` is copied verbatim into its own format.
@@ -100,22 +101,9 @@ class Req:
     reason: Reason = Reason.SYSTEM
     text: str | None = None
 
-    def render(self, fmt: str) -> str:
-        if self.text is not None:
-            return self.text
-        return (deb_atom if fmt == "deb" else rpm_atom)(self.name, self.op, self.version)
-
 
 # One relation: satisfied by any of its alternatives.
 Dep = tuple[Req, ...]
-
-
-def render(dep: Dep, fmt: str) -> str:
-    """``a | b`` for DEB, ``(a or b)`` for RPM."""
-    parts = [req.render(fmt) for req in dep]
-    if fmt == "deb":
-        return " | ".join(parts)
-    return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +134,8 @@ class PackageRelations:
 
 @dataclass(frozen=True, slots=True)
 class PlannedPackage:
-    """One package to build. ``key`` is its RPM spelling, unique in a plan."""
+    """One package to build. ``key`` is its name in package.json's spelling (RPM's),
+    unique in a plan; ``deb`` and ``rpm`` hold each format's name and relations."""
 
     key: str
     base: str
@@ -156,10 +145,11 @@ class PlannedPackage:
     deb: PackageRelations
     rpm: PackageRelations
 
-    def relations(self, fmt: str) -> PackageRelations:
-        return self.deb if fmt == "deb" else self.rpm
+    def relations(self, fmt: PackageFormat) -> PackageRelations:
+        found: PackageRelations = getattr(self, fmt.name)
+        return found
 
-    def name(self, fmt: str) -> str:
+    def name(self, fmt: PackageFormat) -> str:
         return self.relations(fmt).name
 
 
@@ -197,10 +187,10 @@ class ReleasePlan:
         return {package.key: package for package in self.packages}
 
     def get(self, name: str) -> PlannedPackage | None:
-        """A package by its RPM or DEB name."""
+        """A package by its name in any format."""
         found = self.by_key.get(name)
         if found is None:
-            found = next((p for p in self.packages if p.deb.name == name), None)
+            found = next((p for p in self.packages for fmt in FORMATS if p.name(fmt) == name), None)
         return found
 
     def family(self, base: str) -> list[PlannedPackage]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from gfxpack._gc import paused_gc
 from gfxpack.config import PackageSpec, Relations
+from gfxpack.formats.package_format import FORMATS, PackageFormat
 from gfxpack.plan import checks, rules
 from gfxpack.plan.artifact_index import ArtifactIndex
 from gfxpack.plan.model import (
@@ -31,12 +32,10 @@ from gfxpack.plan.model import (
     Severity,
 )
 from gfxpack.plan.naming import (
-    FORMATS,
     InvalidName,
     Naming,
     arch_suffix,
     check_release,
-    deb_base,
     install_prefix,
     version_xy,
 )
@@ -79,7 +78,7 @@ class _Planner:
         self.release = release
         self.causes: list[Cause] = []
         self.notes: dict[str, Note] = {}  # by message: each said once
-        self._names: dict[tuple[Ref, str], str] = {}
+        self._names: dict[tuple[Ref, PackageFormat | None], str] = {}
         self._reqs: dict[tuple, Req] = {}
         self.all_specs = {spec.name: spec for spec in specs}
         self.specs = specs
@@ -218,9 +217,10 @@ class _Planner:
         return arch in self.device_arches[base]
 
     def host_name(self, base: str) -> str:
-        return self.naming.host(base, "rpm")
+        return self.naming.host(base)
 
-    def name(self, ref: Ref, fmt: str) -> str:
+    def name(self, ref: Ref, fmt: PackageFormat | None = None) -> str:
+        """The name of ``ref`` in ``fmt``; without a format, its key in the plan."""
         key = (ref, fmt)
         name = self._names.get(key)
         if name is None:
@@ -372,7 +372,7 @@ class _Planner:
         implicit: Sequence[tuple[Ref, Reason]] = (),
         declared: bool = False,
     ) -> PlannedPackage:
-        relations = {}
+        relations: dict[str, PackageRelations] = {}
         for fmt in FORMATS:
             name = self.name(ref, fmt)
             lists: dict[str, tuple[Dep, ...]] = {}
@@ -387,18 +387,19 @@ class _Planner:
                 lists[list_name] = _unique(resolved)
             if declared:
                 lists.update(_declared(source, fmt))
-            relations[fmt] = PackageRelations(name=name, **lists)
+            relations[fmt.name] = PackageRelations(name=name, **lists)
         return PlannedPackage(
-            key=relations["rpm"].name,
+            key=self.name(ref),
             base=spec.name,
             kind=kind,
             arch=arch,
             has_files=has_files,
-            deb=relations["deb"],
-            rpm=relations["rpm"],
+            **relations,
         )
 
-    def _req(self, spec: PackageSpec, kind: Kind, ref: Ref, reason: Reason, fmt: str) -> Req:
+    def _req(
+        self, spec: PackageSpec, kind: Kind, ref: Ref, reason: Reason, fmt: PackageFormat
+    ) -> Req:
         op = rules.pin_op(self.options.pin_policy, kind, reason, spec.metapackage)
         # Thousands of packages share edges such as runtime8.2 >= V-R: share the values too.
         key = (ref, reason, op, fmt)
@@ -406,7 +407,7 @@ class _Planner:
         if req is None:
             req = Req(
                 name=self.name(ref, fmt),
-                target=self.name(ref, "rpm"),
+                target=self.name(ref),
                 op=op,
                 version=self.version if op else None,
                 reason=reason,
@@ -450,9 +451,9 @@ class _Planner:
         return resolved
 
 
-def _declared(source: Relations, fmt: str) -> dict[str, tuple[Dep, ...]]:
-    """Provides / Conflicts / Replaces as written; DEB spells -devel names -dev."""
-    spell = deb_base if fmt == "deb" else (lambda name: name)
+def _declared(source: Relations, fmt: PackageFormat) -> dict[str, tuple[Dep, ...]]:
+    """Provides / Conflicts / Replaces as written, names in the format's spelling."""
+    spell = fmt.spell
     return {
         list_name: tuple(
             (Req(relation.opaque, text=relation.opaque, reason=Reason.DECLARED),)

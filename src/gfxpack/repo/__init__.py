@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from gfxpack.repo import apt, rpmmd
+from gfxpack.formats import FORMATS
 from gfxpack.repo.apt import RepoError
 
 __all__ = ["RepoError", "build_files", "publish"]
@@ -27,9 +28,10 @@ def build_files(build: Path) -> list[Path]:
                 f"{index} lists {len(missing)} file(s) that are not there, e.g. {missing[0]}"
             )
         return files
-    files = sorted([*build.glob("*.deb"), *build.glob("*.rpm")])
+    files = sorted(path for fmt in FORMATS for path in build.glob(f"*{fmt.extension}"))
     if not files:
-        raise RepoError(f"{build}: no .deb or .rpm files and no index.json")
+        extensions = " or ".join(fmt.extension for fmt in FORMATS)
+        raise RepoError(f"{build}: no {extensions} files and no index.json")
     return files
 
 
@@ -40,14 +42,14 @@ def publish(
     epoch: int,
     sign_key: str | None = None,
     gnupghome: str | None = None,
-) -> list[dict]:
-    """Add a build's packages to the apt repository at out/apt and the rpm-md one at out/rpm."""
+) -> list[dict[str, Any]]:
+    """Add a build's packages to the repository of each format under ``out``: the apt
+    one at out/apt, the rpm-md one at out/rpm."""
     files = build_files(build)
-    debs = [f for f in files if f.suffix == ".deb"]
-    rpms = [f for f in files if f.suffix == ".rpm"]
     results = []
-    if debs:
-        results.append(apt.publish(debs, out / "apt", suite, epoch, sign_key, gnupghome))
-    if rpms:
-        results.append(rpmmd.publish(rpms, out / "rpm", epoch))
+    for fmt in FORMATS:
+        chosen = [f for f in files if f.suffix == fmt.extension]
+        if chosen:
+            published = fmt.publish(chosen, out / fmt.repo_dir, suite, epoch, sign_key, gnupghome)
+            results.append({"format": fmt.name, **published})
     return results

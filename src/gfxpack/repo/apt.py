@@ -163,7 +163,6 @@ def publish(
             (dist / name).unlink(missing_ok=True)
     _write(out / CACHE, json.dumps(cache).encode())  # keeps each stanza's field order
     return {
-        "format": "deb",
         "added": [p.name for p in added],
         "packages": len(entries),
         "suite": suite,

@@ -59,4 +59,4 @@ def publish(rpms: list[Path], out: Path, epoch: int) -> dict:
         shutil.rmtree(retired, ignore_errors=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return {"format": "rpm", "added": [p.name for p in added], "packages": len(files)}
+    return {"added": [p.name for p in added], "packages": len(files)}

@@ -13,18 +13,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gfxpack.formats import FORMATS, PackageFormat
 from gfxpack.verify import rules
 from gfxpack.verify.resolution import Resolution, resolve
 from gfxpack.verify.rules import RULES, Violation
 from gfxpack.verify.system import VerifyError, read_system
-from gfxpack.verify.universe import FORMATS, Universe, load, locate
+from gfxpack.verify.universe import Universe, load, locate
 
-__all__ = ["FORMATS", "RULES", "Report", "VerifyError", "Violation", "formats_in", "verify"]
+__all__ = ["RULES", "Report", "VerifyError", "Violation", "formats_in", "verify"]
 
 
 @dataclass
 class Report:
-    fmt: str
+    fmt: PackageFormat
     repository: str
     system: str
     packages: int
@@ -41,7 +42,7 @@ class Report:
     def as_dict(self) -> dict:
         resolution = self.resolution
         return {
-            "format": self.fmt,
+            "format": self.fmt.name,
             "repository": self.repository,
             "system": self.system,
             "packages": self.packages,
@@ -53,17 +54,17 @@ class Report:
         }
 
 
-def formats_in(root: Path) -> list[str]:
+def formats_in(root: Path) -> list[PackageFormat]:
     return [fmt for fmt in FORMATS if locate(root, fmt) is not None]
 
 
 def verify(
     root: Path,
     install: list[str],
-    fmt: str | None = None,
+    fmt: PackageFormat | None = None,
     system: Path | None = None,
     suite: str | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Callable[[PackageFormat, int, int], None] | None = None,
 ) -> list[Report]:
     """Resolve ``install`` and check every rule, for ``fmt`` or every format under ``root``."""
     if not Path(root).is_dir():
@@ -85,7 +86,12 @@ def verify(
 
 
 def _verify_format(
-    root: Path, fmt: str, install: list[str], system: Path | None, suite: str | None, progress
+    root: Path,
+    fmt: PackageFormat,
+    install: list[str],
+    system: Path | None,
+    suite: str | None,
+    progress: Callable[[PackageFormat, int, int], None] | None,
 ) -> Report:
     universe = load(root, fmt, read_system(system, fmt), suite)
     index = rules.ArchIndex(universe)

@@ -84,7 +84,7 @@ class ArchIndex:
             return None
         stem = name[: -len(xy)]
         asan = stem.endswith(_ASAN)
-        host = Naming(xy, asan).host(stem.removesuffix(_ASAN) if asan else stem, "rpm")
+        host = Naming(xy, asan).host(stem.removesuffix(_ASAN) if asan else stem)
         return next(
             (s for s in self.by_name.get(host, ()) if self.universe.name_evr(s)[1] == evr), None
         )
