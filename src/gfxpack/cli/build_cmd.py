@@ -13,7 +13,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gfxpack import artifacts as artifacts_module
 from gfxpack import build as build_module
 from gfxpack.cli import cli
 from gfxpack.cli.common import (
@@ -23,11 +22,11 @@ from gfxpack.cli.common import (
     reports_errors,
     split_list,
 )
-from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import FORMATS
 from gfxpack.formats.compress import Compression
-from gfxpack.plan import Kind, Mode, plan
+from gfxpack.plan import Kind, Mode, ReleasePlan
+from gfxpack.release import ReleaseOptions, build_release
 
 
 @cli.command("build")
@@ -110,27 +109,31 @@ def build_command(
         jobs=jobs,
         epoch=build_module.source_date_epoch(os.environ),
     )
-    started = time.perf_counter()
-    config = load_config(config_path)
-    tree = artifacts_module.scan(artifacts)
-    if mode == "auto":
-        mode = Mode.KPACK if tree.kpack_split else Mode.SINGLE_ARCH
-    options = plan_options(mode, pin_policy, build_variant, install_prefix, allow_missing_deps)
-    release_plan = plan(
-        config.packages,
-        split_list(targets) or tree.index.targets(),
-        rocm_version,
-        release,
-        options,
-        artifacts=tree.index,
+    detect_mode = mode == "auto"
+    options = ReleaseOptions(
+        rocm_version=rocm_version,
+        release=release,
+        targets=tuple(split_list(targets)),
+        plan=plan_options(
+            Mode.KPACK if detect_mode else mode,
+            pin_policy,
+            build_variant,
+            install_prefix,
+            allow_missing_deps,
+        ),
+        detect_mode=detect_mode,
+        build=build_options,
     )
-    if not quiet:
-        print_notes([*tree.warnings, *config.warnings], release_plan)
-    routed = artifacts_module.route(release_plan, tree, build_options.epoch)
-    # SIGTERM stops a build the way Ctrl-C does: jobs killed, partial files removed.
-    signal.signal(signal.SIGTERM, _interrupt)
+    started = time.perf_counter()
+
+    def notes(release_plan: ReleasePlan, warnings: tuple[str, ...]) -> None:
+        if not quiet:
+            print_notes(warnings, release_plan)
+        # SIGTERM stops a build the way Ctrl-C does: jobs killed, partial files removed.
+        signal.signal(signal.SIGTERM, _interrupt)
+
     with _progress(quiet) as on_built:
-        built = build_module.build(release_plan, routed, out, build_options, on_built)
+        _, built = build_release(config_path, artifacts, out, options, notes, on_built)
     _print_build_summary(built, out, time.perf_counter() - started)
 
 

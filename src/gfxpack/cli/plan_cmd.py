@@ -21,8 +21,8 @@ from gfxpack.cli.common import (
 )
 from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
-from gfxpack.formats import PackageFormat
-from gfxpack.plan import Kind, Mode, ReleasePlan, plan
+from gfxpack.formats import FORMATS, PackageFormat
+from gfxpack.plan import Kind, Mode, PlannedPackage, ReleasePlan, plan
 
 
 def _targets(_ctx, _param, values: tuple[str, ...]) -> list[str]:
@@ -141,8 +141,8 @@ def _roots(release_plan: ReleasePlan, package: str | None) -> list[str]:
     return [found.key]
 
 
-def _summary(release_plan: ReleasePlan, selected) -> str:
-    packages = release_plan.packages if selected is None else selected
+def _summary(release_plan: ReleasePlan, selected: list[PlannedPackage] | None) -> str:
+    counts = views.summary(release_plan, selected)
     buffer = io.StringIO()
     console = Console(width=100, file=buffer)
     console.print(
@@ -153,18 +153,19 @@ def _summary(release_plan: ReleasePlan, selected) -> str:
         f"prefix {release_plan.prefix}, pin policy {release_plan.pin_policy}"
         + (f", variant {release_plan.variant}" if release_plan.variant else "")
     )
-    bases = {p.base for p in packages}
-    console.print(f"{len(bases)} base packages → {len(packages)} packages")
-    table = Table("kind", "packages", "with files", "DEB depends", "RPM requires")
-    for kind in Kind:
-        of_kind = [p for p in packages if p.kind is kind]
-        if of_kind:
-            table.add_row(
-                kind.title,
-                str(len(of_kind)),
-                str(sum(p.has_files for p in of_kind)),
-                str(sum(len(p.deb.depends) for p in of_kind)),
-                str(sum(len(p.rpm.depends) for p in of_kind)),
-            )
+    console.print(f"{counts.bases} base packages → {counts.packages} packages")
+    table = Table(
+        "kind",
+        "packages",
+        "with files",
+        *(f"{fmt.title} {fmt.field_name('depends')}" for fmt in FORMATS),
+    )
+    for row in counts.kinds:
+        table.add_row(
+            row.kind.title,
+            str(row.packages),
+            str(row.with_files),
+            *(str(row.depends[fmt]) for fmt in FORMATS),
+        )
     console.print(table)
     return buffer.getvalue()
