@@ -14,13 +14,11 @@ from gfxpack.descriptors import (
     EngineNames,
     Severity,
     SymbolRegistry,
-    engine_hex,
     load_validated,
     provider_roots,
-    visible_to,
 )
 from gfxpack.descriptors.lint import lint
-from gfxpack.descriptors.resolve import completed_metadata
+from gfxpack.descriptors.listing import engines_json
 from gfxpack.errors import GfxpackError
 
 
@@ -87,7 +85,7 @@ def list_engines(roots, runtime_dir, device, symbols, as_json, level):
         diags,
     )
     threshold = Severity.parse(level)
-    engines = [_engine_json(s, device) for s in sorted(result.sets, key=lambda s: s.engine.id)]
+    engines = engines_json(result.sets, device)
     shown = [d for d in diags.items if d.severity >= threshold]
     if as_json:
         click.echo(
@@ -113,35 +111,6 @@ def list_engines(roots, runtime_dir, device, symbols, as_json, level):
         click.echo(f"{diagnostic.severity.name} {diagnostic.code}: {diagnostic.message}", err=True)
 
 
-def _engine_json(candidate, device):
-    return {
-        "name": candidate.name,
-        "id": candidate.engine_id,
-        "id_hex": engine_hex(candidate.engine_id),
-        "uuid": candidate.engine.id,
-        "sdk_version": ".".join(map(str, candidate.engine.body.sdk_version)),
-        "packs": [
-            {
-                "name": pack.descriptor.name,
-                "id": pack.descriptor.id,
-                "arch": list(pack.arch),
-                "kernels": [
-                    {
-                        "name": kernel.name,
-                        "id": kernel.id,
-                        "arch": list(pack.effective_arch(kernel)),
-                        "priority": kernel.priority,
-                        "metadata": dict(completed_metadata(kernel, candidate.schema.body)),
-                        "source": kernel.source.kind,
-                    }
-                    for kernel in kernels
-                ],
-            }
-            for pack, kernels in visible_to(candidate, device)
-        ],
-    }
-
-
 @descriptors_group.command("lint")
 @click.option(
     "--root",
@@ -158,18 +127,9 @@ def lint_command(roots, symbols, as_json):
     """Check every file against the shipped JSON Schemas, report the lowest version each
     needs, then run the loader; exit 1 on any ERROR."""
     result = lint([os.fspath(r) for r in roots], _registry(symbols))
-    errors = result.load.diagnostics.at_least(Severity.WARN)
+    errors = result.problems
     if as_json:
-        click.echo(
-            views.dumps(
-                {
-                    "files": [f.to_json() for f in result.files],
-                    "diagnostics": [d.to_json() for d in errors],
-                    "ok": not result.failed,
-                }
-            ),
-            nl=False,
-        )
+        click.echo(views.dumps(result.to_json()), nl=False)
     else:
         for report in result.files:
             state = "OK" if not report.schema_errors else f"{len(report.schema_errors)} problem(s)"

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from jsonschema import Draft7Validator
 
-from gfxpack.descriptors.diagnostics import Severity
+from gfxpack.descriptors.diagnostics import Diagnostic, Severity
 from gfxpack.descriptors.jsonc import JsoncError, loads
 from gfxpack.descriptors.loader import LoadResult, load_validated
 from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
@@ -131,6 +132,18 @@ class LintResult:
         return any(f.schema_errors for f in self.files) or bool(
             self.load.diagnostics.at_least(Severity.ERROR)
         )
+
+    @property
+    def problems(self) -> list[Diagnostic]:
+        """The loader's warnings and errors."""
+        return self.load.diagnostics.at_least(Severity.WARN)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "files": [f.to_json() for f in self.files],
+            "diagnostics": [d.to_json() for d in self.problems],
+            "ok": not self.failed,
+        }
 
 
 def lint(roots: list[Path], registry: SymbolRegistry | None = None) -> LintResult:

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gfxpack._gc import paused_gc
+from gfxpack.descriptors.archives import KpackArchives
 from gfxpack.descriptors.catalog import Catalog
 from gfxpack.descriptors.diagnostics import Diagnostics
 from gfxpack.descriptors.parse import parse_file
-from gfxpack.descriptors.registry import ENGINE_NAMES, EngineNames, SymbolRegistry
+from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
 from gfxpack.descriptors.resolve import DescriptorSet, Resolver, completed_metadata, engine_hex
 from gfxpack.descriptors.types import Kernel, arch_overlaps, device_base
 from gfxpack.descriptors.walk import descriptor_files
@@ -96,7 +97,8 @@ def load_descriptor_sets(
     diags = diags if diags is not None else Diagnostics()
     paths = [Path(r) for r in roots]
     catalog = build_catalog(paths, diags)
-    sets = Resolver(catalog, diags, disabled).run()
+    with KpackArchives() as archives:
+        sets = Resolver(catalog, diags, archives, disabled).run()
     return LoadResult(paths, sets, diags, catalog)
 
 
@@ -104,12 +106,16 @@ def load_validated(
     roots: Sequence[str | os.PathLike],
     registry: SymbolRegistry | None = None,
     disabled: str | None = None,
-    names: EngineNames = ENGINE_NAMES,
+    names: EngineNames | None = None,
     diags: Diagnostics | None = None,
 ) -> LoadResult:
-    """Load, resolve and validate: only engines that would construct are returned."""
+    """Load, resolve and validate: only engines that would construct are returned.
+    ``names`` is the engine-name registry engines are registered in (a provider
+    process keeps one); without it, a fresh one for this load."""
     with paused_gc():
-        return _load_validated(roots, registry, disabled, names, diags)
+        return _load_validated(
+            roots, registry, disabled, names if names is not None else EngineNames(), diags
+        )
 
 
 def _load_validated(roots, registry, disabled, names, diags) -> LoadResult:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
-import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from gfxpack.descriptors.archives import ArchiveSource
 from gfxpack.descriptors.catalog import Catalog, Entry
 from gfxpack.descriptors.diagnostics import Diagnostics
 from gfxpack.descriptors.parse import resolved_library
@@ -19,7 +18,6 @@ from gfxpack.descriptors.types import (
     arch_overlaps,
     arch_text,
 )
-from gfxpack.kpack import InvalidKpack, KpackReader
 
 FNV_OFFSET = 0xCBF29CE484222325
 FNV_PRIME = 0x100000001B3
@@ -100,50 +98,22 @@ class _PackDropped(Exception):
         self.reason = reason
 
 
-class _Archives:
-    """Opened .kpack archives and digests, each opened and read once per resolution."""
-
-    def __init__(self) -> None:
-        self._readers: dict[str, KpackReader | str] = {}
-        self._digests: dict[tuple, str] = {}
-
-    def reader(self, path: str) -> KpackReader:
-        if path not in self._readers:
-            try:
-                self._readers[path] = KpackReader.open(path)
-            except InvalidKpack as e:
-                self._readers[path] = e.problem
-        found = self._readers[path]
-        if isinstance(found, str):
-            raise ValueError(found)
-        return found
-
-    def close(self) -> None:
-        for reader in self._readers.values():
-            if isinstance(reader, KpackReader):
-                reader.close()
-
-    def digest(self, path: str, toc_key: str, arch: str) -> str:
-        key = (path, toc_key, arch)
-        if key not in self._digests:
-            self._digests[key] = hashlib.sha256(self.reader(path).read(toc_key, arch)).hexdigest()
-        return self._digests[key]
-
-
 class Resolver:
-    def __init__(self, catalog: Catalog, diags: Diagnostics, disabled: str | None = None):
+    """Joins a catalog into engine sets; kpack kernels are checked against ``archives``."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        diags: Diagnostics,
+        archives: ArchiveSource,
+        disabled: str | None = None,
+    ):
         self.catalog = catalog
         self.diags = diags
         self.disabled = disabled
-        self.archives = _Archives()
+        self.archives = archives
 
     def run(self) -> list[DescriptorSet]:
-        try:
-            return self._run()
-        finally:
-            self.archives.close()
-
-    def _run(self) -> list[DescriptorSet]:
         engines = self.catalog.of_type(".ued.json")
         active: list[Entry] = []
         for entry in engines:
@@ -334,14 +304,13 @@ class Resolver:
     def check_kpack(self, kernel: Kernel, arch: tuple[str, ...]) -> None:
         library = resolved_library(kernel)
         source = kernel.source
-        if not os.path.exists(library):
+        if not self.archives.exists(library):
             raise _PackDropped(
                 "D420",
                 f"kernel '{kernel.name}' names kpack archive \"{library}\", which does not exist",
             )
         try:
-            reader = self.archives.reader(library)
-            held = [k.arch for k in reader.kernels if k.toc_key == source.toc_key]
+            held = self.archives.arches(library, source.toc_key)
             for wanted in arch or tuple(held) or ("any",):
                 if wanted not in held:
                     raise _PackDropped(
@@ -356,7 +325,7 @@ class Resolver:
                         f"kernel '{kernel.name}' has sha256 {source.sha256}, "
                         f'but "{library}" holds {actual}',
                     )
-        except (ValueError, InvalidKpack) as e:
+        except ValueError as e:  # an InvalidKpack among them
             why = getattr(e, "problem", None) or str(e)
             raise _PackDropped(
                 "D421",
