@@ -12,7 +12,7 @@ from gfxpack.cli.common import reports_errors
 from gfxpack.descriptors import (
     Diagnostics,
     EngineNames,
-    Severity,
+    Level,
     SymbolRegistry,
     load_validated,
     provider_roots,
@@ -84,7 +84,7 @@ def list_engines(roots, runtime_dir, device, symbols, as_json, level):
         EngineNames(),
         diags,
     )
-    threshold = Severity.parse(level)
+    threshold = Level.parse(level)
     engines = engines_json(result.sets, device)
     shown = [d for d in diags.items if d.severity >= threshold]
     if as_json:

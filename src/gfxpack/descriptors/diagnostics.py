@@ -16,13 +16,15 @@ LOG.addHandler(logging.NullHandler())  # a library logs; the application decides
 PREFIX = "descriptor loader: "
 
 
-class Severity(IntEnum):
+class Level(IntEnum):
+    """How serious a diagnostic is (logging's levels); ``--level`` filters by it."""
+
     INFO = 20
     WARN = 30
     ERROR = 40
 
     @classmethod
-    def parse(cls, text: str) -> Severity:
+    def parse(cls, text: str) -> Level:
         return {"info": cls.INFO, "warn": cls.WARN, "warning": cls.WARN, "error": cls.ERROR}[
             text.lower()
         ]
@@ -30,7 +32,7 @@ class Severity(IntEnum):
 
 @dataclass(slots=True)  # not frozen: one is made per file loaded, and frozen costs
 class Diagnostic:
-    severity: Severity
+    severity: Level
     code: str
     path: str | None
     message: str
@@ -53,20 +55,20 @@ class Diagnostics:
     def __init__(self) -> None:
         self.items: list[Diagnostic] = []
 
-    def add(self, severity: Severity, code: str, path: str | None, message: str) -> None:
+    def add(self, severity: Level, code: str, path: str | None, message: str) -> None:
         diagnostic = Diagnostic(severity, code, str(path) if path is not None else None, message)
         self.items.append(diagnostic)
         if LOG.isEnabledFor(severity):
             LOG.log(int(severity), "%s [%s]", diagnostic.line(), code)
 
     def info(self, code: str, path, message: str) -> None:
-        self.add(Severity.INFO, code, path, message)
+        self.add(Level.INFO, code, path, message)
 
     def warn(self, code: str, path, message: str) -> None:
-        self.add(Severity.WARN, code, path, message)
+        self.add(Level.WARN, code, path, message)
 
     def error(self, code: str, path, message: str) -> None:
-        self.add(Severity.ERROR, code, path, message)
+        self.add(Level.ERROR, code, path, message)
 
-    def at_least(self, severity: Severity) -> list[Diagnostic]:
+    def at_least(self, severity: Level) -> list[Diagnostic]:
         return [d for d in self.items if d.severity >= severity]

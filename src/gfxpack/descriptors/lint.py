@@ -19,7 +19,7 @@ from typing import Any
 
 from jsonschema import Draft7Validator
 
-from gfxpack.descriptors.diagnostics import Diagnostic, Severity
+from gfxpack.descriptors.diagnostics import Diagnostic, Level
 from gfxpack.descriptors.jsonc import JsoncError, loads
 from gfxpack.descriptors.loader import LoadResult, load_validated
 from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
@@ -130,13 +130,13 @@ class LintResult:
     @property
     def failed(self) -> bool:
         return any(f.schema_errors for f in self.files) or bool(
-            self.load.diagnostics.at_least(Severity.ERROR)
+            self.load.diagnostics.at_least(Level.ERROR)
         )
 
     @property
     def problems(self) -> list[Diagnostic]:
         """The loader's warnings and errors."""
-        return self.load.diagnostics.at_least(Severity.WARN)
+        return self.load.diagnostics.at_least(Level.WARN)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -20,7 +20,7 @@ from gfxpack.descriptors.diagnostics import Diagnostics
 from gfxpack.descriptors.parse import parse_file
 from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
 from gfxpack.descriptors.resolve import DescriptorSet, Resolver, completed_metadata, engine_hex
-from gfxpack.descriptors.types import Kernel, arch_overlaps, device_base
+from gfxpack.descriptors.types import KernelDescriptor, arch_overlaps, device_base
 from gfxpack.descriptors.walk import descriptor_files
 
 OWNER = "gfxpack.descriptors"
@@ -199,7 +199,7 @@ def collision_problems(candidate: DescriptorSet, names: EngineNames):
 
 def probe_problems(candidate: DescriptorSet):
     """The state-manager probe: completed metadata tuples unique per overlapping arch."""
-    claims: dict[tuple, list[tuple[Kernel, tuple[str, ...]]]] = {}
+    claims: dict[tuple, list[tuple[KernelDescriptor, tuple[str, ...]]]] = {}
     for pack in candidate.packs:
         for kernel in pack.kernels:
             values = completed_metadata(kernel, candidate.schema.body)

@@ -25,7 +25,7 @@ from gfxpack.descriptors.types import (
     Engine,
     Field,
     Heuristic,
-    Kernel,
+    KernelDescriptor,
     KernelSource,
     Matcher,
     MetadataSchema,
@@ -437,7 +437,7 @@ class _FileParser:
         entries = self.require(doc, "kernelDescriptors", where)
         if not isinstance(entries, list):
             raise self.invalid(f"'kernelDescriptors' in {where} must be an array")
-        kernels: list[Kernel] = []
+        kernels: list[KernelDescriptor] = []
         references: list[str] = []
         for i, entry in enumerate(entries):
             if isinstance(entry, str):
@@ -463,7 +463,7 @@ class _FileParser:
             kernels.append(kernel)
         return Pack(engine, dispatch, matcher_ids, tuple(kernels), tuple(references)), arch
 
-    def kernel_body(self, doc: dict, ident: str, name: str) -> Kernel:
+    def kernel_body(self, doc: dict, ident: str, name: str) -> KernelDescriptor:
         where = f"kernel '{name}' in {self.quoted}"
         if "kernel_source" not in doc:
             raise self.invalid(f"missing required key 'kernel_source' in {where}")
@@ -488,7 +488,7 @@ class _FileParser:
         arch = self.arch(doc, where) if "arch" in doc else ()
         if source.kind == "kpack":
             self.check_library(source.library, self.origin, name)
-        return Kernel(
+        return KernelDescriptor(
             ident, name, source, metadata, priority, arch, self.origin, self.root, self.path
         )
 
@@ -605,6 +605,6 @@ def parse_file(
     return _FileParser(os.fspath(path), os.fspath(root), suffix, diags).run()
 
 
-def resolved_library(kernel: Kernel) -> str:
+def resolved_library(kernel: KernelDescriptor) -> str:
     """The archive a kpack kernel names: its library joined to its origin, lexically."""
     return os.path.normpath(os.path.join(kernel.origin_directory, kernel.source.library))

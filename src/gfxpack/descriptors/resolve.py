@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from gfxpack.descriptors.archives import ArchiveSource
-from gfxpack.descriptors.catalog import Catalog, Entry
+from gfxpack.descriptors.catalog import Catalog, CatalogEntry
 from gfxpack.descriptors.diagnostics import Diagnostics
 from gfxpack.descriptors.parse import resolved_library
 from gfxpack.descriptors.types import (
     Descriptor,
-    Kernel,
+    KernelDescriptor,
     MetadataSchema,
     arch_covers,
     arch_overlaps,
@@ -44,7 +44,9 @@ def engine_hex(value: int) -> str:
 @dataclass(frozen=True)
 class ResolvedPack:
     descriptor: Descriptor  # the .kdp.json
-    kernels: tuple[Kernel, ...]  # inline kernels, then the referenced ones, authored order
+    kernels: tuple[
+        KernelDescriptor, ...
+    ]  # inline kernels, then the referenced ones, authored order
     matchers: tuple[Descriptor, ...]
     dispatch: Descriptor
 
@@ -52,7 +54,7 @@ class ResolvedPack:
     def arch(self) -> tuple[str, ...]:
         return self.descriptor.arch
 
-    def effective_arch(self, kernel: Kernel) -> tuple[str, ...]:
+    def effective_arch(self, kernel: KernelDescriptor) -> tuple[str, ...]:
         return kernel.arch or self.arch
 
 
@@ -115,7 +117,7 @@ class Resolver:
 
     def run(self) -> list[DescriptorSet]:
         engines = self.catalog.of_type(".ued.json")
-        active: list[Entry] = []
+        active: list[CatalogEntry] = []
         for entry in engines:
             if disabled_by(self.disabled, entry.descriptor):
                 self.diags.info(
@@ -135,7 +137,7 @@ class Resolver:
         self.orphans()
         return sets
 
-    def engine(self, entry: Entry, claims: Counter) -> DescriptorSet | None:
+    def engine(self, entry: CatalogEntry, claims: Counter) -> DescriptorSet | None:
         ued = entry.descriptor
         label = engine_label(ued)
         body = ued.body
@@ -260,10 +262,12 @@ class Resolver:
             return f"names kernel {ident}, which is defined only for another arch"
         return f"names kernel {ident}, which no descriptor defines"
 
-    def _candidates(self, ident: str) -> list[Entry]:
+    def _candidates(self, ident: str) -> list[CatalogEntry]:
         return self.catalog.kernels_with_id(ident)
 
-    def find_kernel(self, ident: str, pack_arch: tuple[str, ...]) -> tuple[str, Entry | None]:
+    def find_kernel(
+        self, ident: str, pack_arch: tuple[str, ...]
+    ) -> tuple[str, CatalogEntry | None]:
         """findKernelForPack: (code, catalog entry); the code says why there is none."""
         candidates = self._candidates(ident)
         covered = [e for e in candidates if arch_covers(pack_arch, e.descriptor.arch)]
@@ -276,7 +280,7 @@ class Resolver:
             return "D414", None
         return ("D415" if candidates else "D413"), None
 
-    def check_metadata(self, kernel: Kernel, schema: Descriptor) -> None:
+    def check_metadata(self, kernel: KernelDescriptor, schema: Descriptor) -> None:
         fields = schema.body.by_name
         values = kernel.metadata
         for field in schema.body.fields:
@@ -301,7 +305,7 @@ class Resolver:
                 f"which schema '{schema.name}' does not declare",
             )
 
-    def check_kpack(self, kernel: Kernel, arch: tuple[str, ...]) -> None:
+    def check_kpack(self, kernel: KernelDescriptor, arch: tuple[str, ...]) -> None:
         library = resolved_library(kernel)
         source = kernel.source
         if not self.archives.exists(library):
@@ -377,7 +381,7 @@ def value_has_type(value: Any, kind: str) -> bool:
     return isinstance(value, list)
 
 
-def completed_metadata(kernel: Kernel, schema: MetadataSchema) -> tuple:
+def completed_metadata(kernel: KernelDescriptor, schema: MetadataSchema) -> tuple:
     """The kernel's metadata tuple with defaults applied, floats widened, in field order."""
     values = []
     for field in schema.fields:

@@ -58,7 +58,7 @@ class KernelSource:
 
 
 @dataclass(slots=True)
-class Kernel:
+class KernelDescriptor:
     id: str
     name: str
     source: KernelSource
@@ -138,7 +138,7 @@ class Pack:
     dispatch: str
     matchers: tuple[str, ...]
     # Inline kernels, and the ids of referenced .ukd.json kernels, in authored order.
-    kernels: tuple[Kernel, ...]
+    kernels: tuple[KernelDescriptor, ...]
     references: tuple[str, ...]
 
 
