@@ -39,7 +39,7 @@ from gfxpack.plan.naming import (
     install_prefix,
     version_xy,
 )
-from gfxpack.plan.rules import Ref
+from gfxpack.plan.rules import Ref, RuleName, Shape
 
 VARIANTS = ("", "asan")
 
@@ -205,7 +205,7 @@ class _Planner:
             )
         return True, present
 
-    # -- the universe the rules ask ------------------------------------------
+    # -- what the rules ask of the other bases (rules.Bases) ---------------------
 
     def is_gfxarch(self, base: str) -> bool:
         return self.gfxarch[base]
@@ -224,9 +224,9 @@ class _Planner:
         key = (ref, fmt)
         name = self._names.get(key)
         if name is None:
-            if ref.shape == "host":
+            if ref.shape is Shape.HOST:
                 name = self.naming.host(ref.base, fmt)
-            elif ref.shape == "versioned":
+            elif ref.shape is Shape.VERSIONED:
                 name = self.naming.versioned(ref.base, fmt, ref.arch)
             else:
                 name = self.naming.non_versioned(ref.base, fmt, ref.arch)
@@ -285,42 +285,46 @@ class _Planner:
     def _gfxarch_family(self, spec: PackageSpec):
         """host + one device per arch + per-package meta + non-versioned (N+3)."""
         base = spec.name
-        host = Ref("host", base)
-        yield self._package(spec, host, Kind.HOST, None, True, "host")
-        devices = [Ref("versioned", base, arch) for arch in self.device_arches[base]]
+        host = Ref(Shape.HOST, base)
+        yield self._package(spec, host, Kind.HOST, None, True, RuleName.HOST)
+        devices = [Ref(Shape.VERSIONED, base, arch) for arch in self.device_arches[base]]
         for ref in devices:
             own_host = [(host, Reason.OWN_HOST)]
-            yield self._package(spec, ref, Kind.DEVICE, ref.arch, True, "device", own_host)
-        meta = Ref("versioned", base)
+            yield self._package(spec, ref, Kind.DEVICE, ref.arch, True, RuleName.DEVICE, own_host)
+        meta = Ref(Shape.VERSIONED, base)
         members = [(ref, Reason.MEMBER) for ref in [host, *devices]]
         yield self._package(spec, meta, Kind.META, None, False, None, members)
-        yield self._non_versioned(spec, Ref("non-versioned", base), meta)
+        yield self._non_versioned(spec, Ref(Shape.NON_VERSIONED, base), meta)
 
     def _gfxarch_meta_family(self, spec: PackageSpec):
         """generic meta + one arch meta per arch + non-versioned (N+2)."""
         base = spec.name
-        arch_metas = [Ref("versioned", base, arch) for arch in self.arches]
-        generic = Ref("versioned", base)
+        arch_metas = [Ref(Shape.VERSIONED, base, arch) for arch in self.arches]
+        generic = Ref(Shape.VERSIONED, base)
         members = [(ref, Reason.MEMBER) for ref in arch_metas]
         yield self._package(spec, generic, Kind.GENERIC_META, None, False, None, members)
         for ref in arch_metas:
-            yield self._package(spec, ref, Kind.ARCH_META, ref.arch, False, "arch-meta")
-        yield self._non_versioned(spec, Ref("non-versioned", base), generic)
+            yield self._package(spec, ref, Kind.ARCH_META, ref.arch, False, RuleName.ARCH_META)
+        yield self._non_versioned(spec, Ref(Shape.NON_VERSIONED, base), generic)
 
     def _simple_family(self, spec: PackageSpec):
         """versioned (or versioned meta) + non-versioned (2)."""
-        versioned = Ref("versioned", spec.name)
+        versioned = Ref(Shape.VERSIONED, spec.name)
         if spec.metapackage:
-            kind, rule, has_files = Kind.VERSIONED_META, "versioned-meta", False
+            kind, rule, has_files = Kind.VERSIONED_META, RuleName.VERSIONED_META, False
         else:
-            kind, rule, has_files = Kind.VERSIONED, "devel" if spec.is_devel else "versioned", True
+            kind, rule, has_files = (
+                Kind.VERSIONED,
+                RuleName.DEVEL if spec.is_devel else RuleName.VERSIONED,
+                True,
+            )
         yield self._package(spec, versioned, kind, None, has_files, rule, self._runtime_meta(spec))
-        yield self._non_versioned(spec, Ref("non-versioned", spec.name), versioned)
+        yield self._non_versioned(spec, Ref(Shape.NON_VERSIONED, spec.name), versioned)
 
     def _single_arch_family(self, spec: PackageSpec):
         """Legacy mode: versioned + non-versioned, both arch-suffixed if gfxarch."""
         arch = self.arches[0] if self.gfxarch[spec.name] else None
-        versioned = Ref("versioned", spec.name, arch)
+        versioned = Ref(Shape.VERSIONED, spec.name, arch)
         kind = Kind.VERSIONED_META if spec.metapackage else Kind.VERSIONED
         yield self._package(
             spec,
@@ -328,10 +332,10 @@ class _Planner:
             kind,
             arch,
             not spec.metapackage,
-            "single-arch",
+            RuleName.SINGLE_ARCH,
             self._runtime_meta(spec),
         )
-        yield self._non_versioned(spec, Ref("non-versioned", spec.name, arch), versioned)
+        yield self._non_versioned(spec, Ref(Shape.NON_VERSIONED, spec.name, arch), versioned)
 
     def _runtime_meta(self, spec: PackageSpec) -> list[tuple[Ref, Reason]]:
         """A devel metapackage also depends on its runtime meta (Decision 2)."""
@@ -345,7 +349,7 @@ class _Planner:
             if (self.options.mode is Mode.SINGLE_ARCH and self.gfxarch[runtime])
             else None
         )
-        return [(Ref("versioned", runtime, arch), Reason.RUNTIME_META)]
+        return [(Ref(Shape.VERSIONED, runtime, arch), Reason.RUNTIME_META)]
 
     def _non_versioned(self, spec: PackageSpec, ref: Ref, target: Ref) -> PlannedPackage:
         """The user-facing name: depends on its versioned package and carries the
@@ -368,7 +372,7 @@ class _Planner:
         kind: Kind,
         arch: str | None,
         has_files: bool,
-        rule: str | None,
+        rule: RuleName | None,
         implicit: Sequence[tuple[Ref, Reason]] = (),
         declared: bool = False,
     ) -> PlannedPackage:
@@ -418,7 +422,7 @@ class _Planner:
     def _resolve_list(self, spec, kind, rule, arch, name, relations, fmt) -> list[Dep]:
         if rule is None:
             return []
-        resolve, carries_system = rules.RULES[rule]
+        resolve, carries_system = rules.VARIANT_RULES[rule]
         resolved = []
         for relation in relations:
             if relation.opaque is not None:
