@@ -18,6 +18,7 @@ from gfxpack.formats import PackageInfo
 from gfxpack.formats.compress import DEB_SUFFIX, compressing
 from gfxpack.formats.payload import (
     Entry,
+    EntryKind,
     archive_size_hint,
     installed_size,
     with_parents,
@@ -98,11 +99,11 @@ def write(info: PackageInfo, out: BinaryIO) -> None:
         md5sums = "".join(
             f"{digests[e.path]}  {e.path.lstrip('/')}\n" for e in entries if e.is_file
         )
-        control = [Entry("/control", "file", 0o644, data=control_text(info).encode())]
+        control = [Entry("/control", EntryKind.FILE, 0o644, data=control_text(info).encode())]
         if md5sums:
-            control.append(Entry("/md5sums", "file", 0o644, data=md5sums.encode()))
+            control.append(Entry("/md5sums", EntryKind.FILE, 0o644, data=md5sums.encode()))
         control += [
-            Entry(f"/{name}", "file", 0o755, data=info.scripts[name].encode())
+            Entry(f"/{name}", EntryKind.FILE, 0o755, data=info.scripts[name].encode())
             for name in SCRIPTS
             if name in info.scripts
         ]
@@ -120,7 +121,9 @@ def write(info: PackageInfo, out: BinaryIO) -> None:
 
 
 def _sized(entry: Entry, mtime: int) -> Entry:
-    return Entry(entry.path, "file", entry.mode, len(entry.data), data=entry.data, mtime=mtime)
+    return Entry(
+        entry.path, EntryKind.FILE, entry.mode, len(entry.data), data=entry.data, mtime=mtime
+    )
 
 
 def _ar_header(out: BinaryIO, name: str, size: int, mtime: int) -> None:

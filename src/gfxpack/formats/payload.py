@@ -15,6 +15,7 @@ import stat
 import tarfile
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import BinaryIO
 
 from gfxpack._io import HashingReader
@@ -22,12 +23,18 @@ from gfxpack._io import HashingReader
 CHUNK = 1 << 20
 
 
+class EntryKind(StrEnum):
+    FILE = "file"
+    DIR = "dir"
+    SYMLINK = "symlink"
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One path a package installs."""
 
     path: str  # absolute, normalized: /opt/rocm/core-8.2/lib/libx.so
-    kind: str  # "file", "dir" or "symlink"
+    kind: EntryKind
     mode: int = 0o644  # permission bits only
     size: int = 0
     source: str | None = None  # where a file's bytes are read from
@@ -37,7 +44,7 @@ class Entry:
 
     @property
     def is_file(self) -> bool:
-        return self.kind == "file"
+        return self.kind == EntryKind.FILE
 
 
 def with_parents(entries: Iterable[Entry], mtime: int, stop: str = "/") -> tuple[Entry, ...]:
@@ -46,13 +53,13 @@ def with_parents(entries: Iterable[Entry], mtime: int, stop: str = "/") -> tuple
     for path in list(by_path):
         parent = posixpath.dirname(path)
         while parent not in by_path and parent != stop and parent.startswith(stop):
-            by_path[parent] = Entry(parent, "dir", 0o755, mtime=mtime)
+            by_path[parent] = Entry(parent, EntryKind.DIR, 0o755, mtime=mtime)
             parent = posixpath.dirname(parent)
     return tuple(sorted(by_path.values(), key=lambda e: e.path))
 
 
 def installed_size(entries: Iterable[Entry]) -> int:
-    return sum(entry.size for entry in entries if entry.kind != "dir")
+    return sum(entry.size for entry in entries if entry.kind != EntryKind.DIR)
 
 
 def archive_size_hint(entries: tuple[Entry, ...]) -> int:
@@ -80,15 +87,15 @@ def write_tar(
         top.uname = top.gname = "root"
         tar.addfile(top)
         for entry in entries:
-            info = tarfile.TarInfo(root + entry.path + ("/" if entry.kind == "dir" else ""))
+            info = tarfile.TarInfo(root + entry.path + ("/" if entry.kind == EntryKind.DIR else ""))
             info.mode = entry.mode
             info.mtime = entry.mtime
             info.uid = info.gid = 0
             info.uname = info.gname = "root"
-            if entry.kind == "dir":
+            if entry.kind == EntryKind.DIR:
                 info.type = tarfile.DIRTYPE
                 tar.addfile(info)
-            elif entry.kind == "symlink":
+            elif entry.kind == EntryKind.SYMLINK:
                 info.type = tarfile.SYMTYPE
                 info.linkname = entry.target
                 tar.addfile(info)
@@ -129,9 +136,9 @@ def write_cpio(
     digests: dict[str, str] = {}
     for ino, entry in enumerate(entries, start=1):
         name = root + entry.path
-        if entry.kind == "dir":
+        if entry.kind == EntryKind.DIR:
             _cpio_header(out, name, ino, stat.S_IFDIR | entry.mode, 2, entry.mtime, 0)
-        elif entry.kind == "symlink":
+        elif entry.kind == EntryKind.SYMLINK:
             target = entry.target.encode()
             _cpio_header(out, name, ino, stat.S_IFLNK | 0o777, 1, entry.mtime, len(target))
             out.write(target + _pad4(len(target)))
@@ -160,9 +167,11 @@ def entry_from_disk(source: str, path: str, mtime_limit: int) -> Entry:
     info = os.lstat(source)
     mtime = min(int(info.st_mtime), mtime_limit)
     if stat.S_ISLNK(info.st_mode):
-        return Entry(path, "symlink", 0o777, target=os.readlink(source), mtime=mtime)
+        return Entry(path, EntryKind.SYMLINK, 0o777, target=os.readlink(source), mtime=mtime)
     if stat.S_ISDIR(info.st_mode):
-        return Entry(path, "dir", stat.S_IMODE(info.st_mode), mtime=mtime)
+        return Entry(path, EntryKind.DIR, stat.S_IMODE(info.st_mode), mtime=mtime)
     if stat.S_ISREG(info.st_mode):
-        return Entry(path, "file", stat.S_IMODE(info.st_mode), info.st_size, source, mtime=mtime)
+        return Entry(
+            path, EntryKind.FILE, stat.S_IMODE(info.st_mode), info.st_size, source, mtime=mtime
+        )
     raise OSError(f"{source}: not a regular file, directory or symlink")

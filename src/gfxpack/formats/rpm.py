@@ -23,7 +23,13 @@ from typing import Any, BinaryIO
 from gfxpack._io import HashingWriter
 from gfxpack.formats import PackageInfo
 from gfxpack.formats.compress import compressing
-from gfxpack.formats.payload import Entry, archive_size_hint, installed_size, write_cpio
+from gfxpack.formats.payload import (
+    Entry,
+    EntryKind,
+    archive_size_hint,
+    installed_size,
+    write_cpio,
+)
 
 # Data types (rpm's rpmTagType).
 INT16, INT32, INT64, STRING, BIN, STRING_ARRAY, I18NSTRING = 3, 4, 5, 6, 7, 8, 9
@@ -272,25 +278,33 @@ def _add_files(h: _HeaderBuilder, entries: tuple[Entry, ...], digests) -> None:
     for entry in entries:
         if entry.size > 0xFFFFFFFF:
             raise OSError(f"{entry.path}: files over 4 GiB are not supported yet")
-    kind_bits = {"file": stat.S_IFREG, "dir": stat.S_IFDIR, "symlink": stat.S_IFLNK}
+    kind_bits = {
+        EntryKind.FILE: stat.S_IFREG,
+        EntryKind.DIR: stat.S_IFDIR,
+        EntryKind.SYMLINK: stat.S_IFLNK,
+    }
     n = len(entries)
     h.add(
         FILESIZES,
         INT32,
         [
-            e.size if e.is_file else len(e.target.encode()) if e.kind == "symlink" else 4096
+            e.size if e.is_file else len(e.target.encode()) if e.kind == EntryKind.SYMLINK else 4096
             for e in entries
         ],
     )
     h.add(
         FILEMODES,
         INT16,
-        [kind_bits[e.kind] | (0o777 if e.kind == "symlink" else e.mode) for e in entries],
+        [kind_bits[e.kind] | (0o777 if e.kind == EntryKind.SYMLINK else e.mode) for e in entries],
     )
     h.add(FILERDEVS, INT16, [0] * n)
     h.add(FILEMTIMES, INT32, [e.mtime for e in entries])
     h.add(FILEDIGESTS, STRING_ARRAY, [digests[e.path] if e.is_file else "" for e in entries])
-    h.add(FILELINKTOS, STRING_ARRAY, [e.target if e.kind == "symlink" else "" for e in entries])
+    h.add(
+        FILELINKTOS,
+        STRING_ARRAY,
+        [e.target if e.kind == EntryKind.SYMLINK else "" for e in entries],
+    )
     h.add(FILEFLAGS, INT32, [0] * n)
     h.add(FILEUSERNAME, STRING_ARRAY, ["root"] * n)
     h.add(FILEGROUPNAME, STRING_ARRAY, ["root"] * n)
