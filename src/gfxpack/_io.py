@@ -13,11 +13,26 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import IO, BinaryIO, Protocol, cast
 
 
 class Writable(Protocol):
+    """Where bytes go: a file, or a writer in front of one (HashingWriter)."""
+
     def write(self, data: bytes, /) -> int: ...
+
+
+class Readable(Protocol):
+    """Where bytes come from: a file, or a decompressing reader in front of one."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def as_binary_file(stream: Writable | Readable) -> IO[bytes]:
+    """``stream`` for a library whose type stubs ask for a whole binary file although,
+    used on a stream, it only calls ``write`` and ``flush`` or ``read`` (tarfile in
+    ``w|`` or ``r|`` mode, zstandard's stream_writer, lzma.LZMAFile, gzip.GzipFile)."""
+    return cast(IO[bytes], stream)
 
 
 @contextmanager

@@ -59,7 +59,7 @@ class ArtifactTree:
         return self._manifests[directory]
 
 
-def scan(root: str | os.PathLike) -> ArtifactTree:
+def scan(root: str | os.PathLike[str]) -> ArtifactTree:
     """Read an artifacts directory: its artifact directories and the kpack flag."""
     root = Path(root)
     if not root.exists():
@@ -190,7 +190,9 @@ def _walk(top: Path, prefix: str, mtime: int) -> Iterator[Entry]:
         dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(directory, d))]
 
 
-def _merge(found: dict, entry: Entry, origin: str, package: PlannedPackage) -> None:
+def _merge(
+    found: dict[str, tuple[Entry, str]], entry: Entry, origin: str, package: PlannedPackage
+) -> None:
     previous = found.get(entry.path)
     if previous is None:
         found[entry.path] = (entry, origin)

@@ -34,6 +34,11 @@ DEFAULT_EPOCH = 1_704_067_200
 INDEX = "index.json"
 
 
+# What one job returns: file name, size, sha256 and seconds taken.
+JobResult = tuple[str, int, str, float]
+Job = tuple[PlannedPackage, PackageFormat, PackageInfo]
+
+
 class BuildError(GfxpackError):
     """A package could not be written; names the package and the cause."""
 
@@ -106,9 +111,7 @@ def package_info(
     )
 
 
-def write_package(
-    info: PackageInfo, fmt: PackageFormat, scratch: str, out: str
-) -> tuple[str, int, str, float]:
+def write_package(info: PackageInfo, fmt: PackageFormat, scratch: str, out: str) -> JobResult:
     """One job: write the package into ``scratch``, then rename it into ``out``."""
     started = time.perf_counter()
     name = fmt.filename(info)
@@ -123,7 +126,7 @@ def write_package(
 def build(
     plan: ReleasePlan,
     routed: Mapping[str, tuple[Entry, ...]],
-    out: str | os.PathLike,
+    out: str | os.PathLike[str],
     options: BuildOptions = BuildOptions(),
     on_built: Callable[[BuiltFile, int, int], None] | None = None,
 ) -> list[BuiltFile]:
@@ -140,7 +143,7 @@ def build(
     scratch = tempfile.mkdtemp(prefix=".gfxpack-partial-", dir=out)
     built: list[BuiltFile] = []
 
-    def record(package: PlannedPackage, fmt: PackageFormat, result: tuple) -> None:
+    def record(package: PlannedPackage, fmt: PackageFormat, result: JobResult) -> None:
         name, size, sha256, seconds = result
         item = BuiltFile(
             name,
@@ -169,7 +172,9 @@ def build(
     return built
 
 
-def _guarded(package, fmt, info, scratch, out):
+def _guarded(
+    package: PlannedPackage, fmt: PackageFormat, info: PackageInfo, scratch: str, out: str
+) -> JobResult:
     try:
         return write_package(info, fmt, scratch, out)
     except OSError as e:
@@ -183,9 +188,15 @@ def _worker_init() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _run_pool(jobs, workers: int, scratch: str, out: str, record) -> None:
+def _run_pool(
+    jobs: list[Job],
+    workers: int,
+    scratch: str,
+    out: str,
+    record: Callable[[PlannedPackage, PackageFormat, JobResult], None],
+) -> None:
     executor = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
-    futures: dict[Future, tuple] = {}
+    futures: dict[Future[JobResult], tuple[PlannedPackage, PackageFormat]] = {}
     try:
         for package, fmt, info in jobs:
             futures[executor.submit(write_package, info, fmt, scratch, out)] = (package, fmt)

@@ -14,6 +14,7 @@ warnings, returned with the config for the caller to print.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -188,7 +189,7 @@ _KNOWN_KEYS = (
 _KNOWN_BY_LOWER = {key.lower(): key for key in _KNOWN_KEYS}
 
 
-def load_config(path: str | Path) -> Config:
+def load_config(path: str | os.PathLike[str]) -> Config:
     """Read and validate a package.json file."""
     path = Path(path)
     try:
@@ -211,7 +212,7 @@ def parse_config(text: str, path: str = "package.json") -> Config:
     return _Validator(path).config(document)
 
 
-class _KeyRecordingDict(dict):
+class _KeyRecordingDict(dict[str, Any]):
     """A JSON object that remembers keys given more than once (json keeps the last)."""
 
     repeated: tuple[str, ...] = ()
@@ -220,7 +221,12 @@ class _KeyRecordingDict(dict):
         super().__init__(pairs)
         if len(self) != len(pairs):
             seen: set[str] = set()
-            self.repeated = tuple(k for k, _ in pairs if k in seen or seen.add(k))
+            repeated = []
+            for key, _ in pairs:
+                if key in seen:
+                    repeated.append(key)
+                seen.add(key)
+            self.repeated = tuple(repeated)
 
 
 def _pointer(*parts: object) -> str:
@@ -321,8 +327,8 @@ class _Validator:
             elif key in _STRING_FIELDS:
                 if not isinstance(value, str):
                     self.fail(here, f"expected a string, got {_describe(value)}")
-                elif _STRING_FIELDS[key]:
-                    values[_STRING_FIELDS[key]] = value
+                elif (field_name := _STRING_FIELDS[key]) is not None:
+                    values[field_name] = value
             elif key in _RELATION_KEYS:
                 parsed = self.relation_list(here, value, _RELATION_KEYS[key][0][0].parse)
                 for target_fmt, list_name in _RELATION_KEYS[key]:
@@ -361,7 +367,9 @@ class _Validator:
             values[fmt.name] = Relations(**lists)
         return PackageSpec(**values)
 
-    def boolean(self, where: str, value: Any, words: tuple[frozenset, frozenset] | None = None):
+    def boolean(
+        self, where: str, value: Any, words: tuple[frozenset[str], frozenset[str]] | None = None
+    ) -> bool | None:
         true_words, false_words = words or (TRUE_WORDS, FALSE_WORDS)
         if isinstance(value, bool):
             return value
@@ -418,7 +426,7 @@ class _Validator:
                     f"no '_'), got {_describe(artifact) if 'Artifact' in item else 'nothing'}",
                 )
                 continue
-            gfxarch = True
+            gfxarch: bool | None = True
             if "Artifact_Gfxarch" in item:
                 # Upstream: true only when str(value).lower() == "true"; any other
                 # spelling there is silently false, so gfxpack rejects it.

@@ -24,7 +24,8 @@ import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from types import TracebackType
+from typing import Any, BinaryIO, TypeGuard
 
 import msgpack
 import zstandard
@@ -54,7 +55,7 @@ _REQUIRED = {
 class InvalidKpack(GfxpackError, ValueError):
     """A .kpack file that is not well formed, or a lookup it cannot answer."""
 
-    def __init__(self, path: str | os.PathLike, problem: str):
+    def __init__(self, path: str | os.PathLike[str], problem: str):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{path}: {problem}")
@@ -172,13 +173,18 @@ class KpackWriter:
     def __enter__(self) -> KpackWriter:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if exc_type is None:
             self.close()
 
 
 def write_kpack(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     kernels: Iterable[tuple[str, bytes | Path]],
     group: str,
     arch: str,
@@ -207,7 +213,7 @@ class KpackReader:
     blob range); code objects are read and checked only when asked for.
     """
 
-    def __init__(self, file: BinaryIO, name: str | os.PathLike | None = None):
+    def __init__(self, file: BinaryIO, name: str | os.PathLike[str] | None = None):
         self._file = file
         self.name = str(name or getattr(file, "name", "<kpack>"))
         self._size = file.seek(0, os.SEEK_END)
@@ -215,7 +221,7 @@ class KpackReader:
         self._load()
 
     @classmethod
-    def open(cls, path: str | os.PathLike) -> KpackReader:
+    def open(cls, path: str | os.PathLike[str]) -> KpackReader:
         try:
             file = open(path, "rb")  # noqa: SIM115 - closed by close() / the context manager
         except OSError as e:
@@ -232,7 +238,7 @@ class KpackReader:
     def __enter__(self) -> KpackReader:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _fail(self, problem: str) -> InvalidKpack:
@@ -296,11 +302,11 @@ class KpackReader:
         for kernel in self.kernels:
             self._by_key.setdefault(kernel.toc_key, {})[kernel.arch] = kernel
 
-    def _load_blobs(self, toc: dict) -> int:
+    def _load_blobs(self, toc: dict[str, Any]) -> int:
         blobs = toc.get("blobs")
         if not isinstance(blobs, list):
             raise self._fail("TOC has no 'blobs' list (scheme 'none')")
-        self._blobs = []
+        self._blobs: list[tuple[int, int]] = []
         for ordinal, blob in enumerate(blobs):
             offset = blob.get("offset") if isinstance(blob, dict) else None
             size = blob.get("size") if isinstance(blob, dict) else None
@@ -314,7 +320,7 @@ class KpackReader:
             self._blobs.append((offset, size))
         return len(self._blobs)
 
-    def _load_zstd(self, toc: dict) -> int:
+    def _load_zstd(self, toc: dict[str, Any]) -> int:
         start, size = toc.get("zstd_offset"), toc.get("zstd_size")
         if not (_is_count(start) and _is_count(size)):
             raise self._fail("TOC needs integer 'zstd_offset' and 'zstd_size' (zstd-per-kernel)")
@@ -324,14 +330,14 @@ class KpackReader:
                 f"({BLOB_START}..{self.toc_offset})"
             )
         self._zstd_start, self._zstd_end = start, start + size
-        (count,) = U32.unpack(self._pread(start, U32.size))
+        count: int = U32.unpack(self._pread(start, U32.size))[0]
         hint = toc.get(FRAME_OFFSETS)
         if isinstance(hint, list) and len(hint) == count and all(map(_is_count, hint)):
             self._frames = hint
         self._decompressor = zstandard.ZstdDecompressor()
         return count
 
-    def _load_entries(self, entries: dict, count: int) -> list[Kernel]:
+    def _load_entries(self, entries: dict[str, Any], count: int) -> list[Kernel]:
         kernels = []
         for toc_key, arches in entries.items():
             if not isinstance(toc_key, str) or not isinstance(arches, dict):
@@ -452,5 +458,5 @@ class KpackReader:
         ]
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -8,9 +8,10 @@ own family expanded under it, other packages as annotated leaves; the
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
+from typing import Any
 
 from gfxpack.formats.package_format import DEB, FORMATS, PackageFormat
 from gfxpack.plan.model import Kind, PlannedPackage, ReleasePlan, Req
@@ -151,10 +152,9 @@ def _names(dep: tuple[Req, ...]) -> str:
     return " | ".join(req.text or req.name for req in dep)
 
 
-def markdown_table(header: Iterable[str], rows: list[tuple[str, ...]]) -> str:
+def markdown_table(header: Iterable[str], rows: Sequence[tuple[str, ...]]) -> str:
     header = tuple(header)
-    cells = [header, *((cell.replace("|", "\\|") for cell in row) for row in rows)]
-    cells = [tuple(row) for row in cells]
+    cells = [header, *(tuple(cell.replace("|", "\\|") for cell in row) for row in rows)]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(cells[0], widths, strict=True)) + " |"]
     lines.append("| " + " | ".join("-" * w for w in widths) + " |")
@@ -174,7 +174,7 @@ def tables(plan: ReleasePlan, fmt: PackageFormat = DEB) -> str:
 _LISTS = ("depends", "recommends", "suggests", "provides", "conflicts", "replaces")
 
 
-def to_json(plan: ReleasePlan, packages: Iterable[PlannedPackage] | None = None) -> dict:
+def to_json(plan: ReleasePlan, packages: Iterable[PlannedPackage] | None = None) -> dict[str, Any]:
     """The plan as the documented JSON contract (other keys may be added)."""
     return {
         "rocm_version": plan.rocm_version,
@@ -198,8 +198,8 @@ def to_json(plan: ReleasePlan, packages: Iterable[PlannedPackage] | None = None)
     }
 
 
-def _package_json(package: PlannedPackage) -> dict:
-    entry = {
+def _package_json(package: PlannedPackage) -> dict[str, Any]:
+    entry: dict[str, Any] = {
         "name": package.key,
         "base": package.base,
         "kind": str(package.kind),
@@ -208,7 +208,7 @@ def _package_json(package: PlannedPackage) -> dict:
     }
     for fmt in FORMATS:
         relations = package.relations(fmt)
-        fields = {"name": relations.name}
+        fields: dict[str, Any] = {"name": relations.name}
         for list_name in _LISTS:
             key = fmt.field_name(list_name)
             fields[key] = [fmt.render(dep) for dep in getattr(relations, list_name)]
@@ -216,7 +216,7 @@ def _package_json(package: PlannedPackage) -> dict:
     return entry
 
 
-def dumps(data: dict) -> str:
+def dumps(data: object) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 LOG = logging.getLogger("gfxpack.descriptors")
 LOG.addHandler(logging.NullHandler())  # a library logs; the application decides what shows
@@ -40,7 +41,7 @@ class Diagnostic:
     def line(self) -> str:
         return f"{PREFIX}{self.message}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "severity": self.severity.name,
             "code": self.code,

@@ -58,7 +58,7 @@ class FileReport:
             and _minor(self.needs) < _minor(self.declared)
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "type": self.suffix,
@@ -91,7 +91,7 @@ def schema_errors(document: object, suffix: str) -> list[str]:
     )
 
 
-def lowest_version(document: dict, suffix: str) -> str | None:
+def lowest_version(document: dict[str, Any], suffix: str) -> str | None:
     """The lowest minor of the document's major whose schema accepts it."""
     declared = (
         _minor(document.get("version", "")) if isinstance(document.get("version"), str) else None

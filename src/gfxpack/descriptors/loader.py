@@ -38,7 +38,7 @@ class LoadResult:
 
 
 def provider_roots(
-    installed: Sequence[str | os.PathLike],
+    installed: Sequence[str | os.PathLike[str]],
     environ: Mapping[str, str],
     runtime: str | None = None,
     diags: Diagnostics | None = None,
@@ -88,7 +88,7 @@ def build_catalog(roots: Sequence[Path], diags: Diagnostics) -> Catalog:
 
 
 def load_descriptor_sets(
-    roots: Sequence[str | os.PathLike],
+    roots: Sequence[str | os.PathLike[str]],
     disabled: str | None = None,
     diags: Diagnostics | None = None,
 ) -> LoadResult:
@@ -103,7 +103,7 @@ def load_descriptor_sets(
 
 
 def load_validated(
-    roots: Sequence[str | os.PathLike],
+    roots: Sequence[str | os.PathLike[str]],
     registry: SymbolRegistry | None = None,
     disabled: str | None = None,
     names: EngineNames | None = None,

@@ -170,7 +170,7 @@ class _FileParser:
             pass
         return None
 
-    def gate_version(self, document: dict, entry: str | None = None) -> None:
+    def gate_version(self, document: dict[str, Any], entry: str | None = None) -> None:
         """Missing or malformed is an ERROR; well formed but unsupported skips with a WARN."""
         label = self.suffix if entry is None else "a 'kernelDescriptors' entry"
         if "version" not in document:
@@ -205,7 +205,7 @@ class _FileParser:
                 )
             raise Skip
 
-    def check_keys(self, obj: dict, allowed: set[str], where: str) -> None:
+    def check_keys(self, obj: dict[str, Any], allowed: set[str], where: str) -> None:
         if allowed.issuperset(obj):
             return  # the common case, decided in C
         for key in sorted(obj):
@@ -221,7 +221,7 @@ class _FileParser:
 
     # -- values ----------------------------------------------------------------------
 
-    def require(self, obj: dict, key: str, where: str) -> Any:
+    def require(self, obj: dict[str, Any], key: str, where: str) -> Any:
         if key not in obj:
             raise self.invalid(f"missing required key '{key}' in {where}")
         return obj[key]
@@ -229,7 +229,9 @@ class _FileParser:
     # string() and uuid() run for nearly every key of every file: the valid case is
     # decided first, with the fewest calls; messages are built only on failure.
 
-    def string(self, obj: dict, key: str, where: str, required: bool = True) -> str | None:
+    def string(
+        self, obj: dict[str, Any], key: str, where: str, required: bool = True
+    ) -> str | None:
         value = obj.get(key, _ABSENT)
         if type(value) is str and value:
             return value
@@ -239,7 +241,7 @@ class _FileParser:
             raise self.invalid(f"missing required key '{key}' in {where}")
         raise self.invalid(f"'{key}' in {where} must be a non-empty string, got {describe(value)}")
 
-    def uuid(self, obj: dict, key: str, where: str, required: bool = True) -> str | None:
+    def uuid(self, obj: dict[str, Any], key: str, where: str, required: bool = True) -> str | None:
         value = obj.get(key, _ABSENT)
         if value is _ABSENT:
             if not required:
@@ -254,7 +256,7 @@ class _FileParser:
             )
         return value.lower()
 
-    def string_list(self, obj: dict, key: str, where: str) -> tuple[str, ...]:
+    def string_list(self, obj: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
         value = obj.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self.invalid(f"'{key}' in {where} must be an array of strings")
@@ -263,7 +265,7 @@ class _FileParser:
                 raise self.invalid(f"'{key}' in {where} repeats '{item}'")
         return tuple(value)
 
-    def arch(self, obj: dict, where: str) -> tuple[str, ...]:
+    def arch(self, obj: dict[str, Any], where: str) -> tuple[str, ...]:
         value = obj.get("arch", [])
         if not isinstance(value, list):
             raise self.invalid(
@@ -315,7 +317,7 @@ class _FileParser:
 
     # -- the seven types -----------------------------------------------------------------
 
-    def build(self, doc: dict) -> Descriptor:
+    def build(self, doc: dict[str, Any]) -> Descriptor:
         where = self.quoted
         ident = self.uuid(doc, "id", where)
         name = self.string(doc, "name", where)
@@ -336,7 +338,7 @@ class _FileParser:
             arch = body.arch
         return Descriptor(self.suffix, ident, name, self.path, self.root, body, arch)
 
-    def kmd(self, doc: dict, name: str) -> MetadataSchema:
+    def kmd(self, doc: dict[str, Any], name: str) -> MetadataSchema:
         entries = self.require(doc, "fields", self.quoted)
         if not isinstance(entries, list):
             raise self.invalid(f"'fields' in {self.quoted} must be an array")
@@ -368,13 +370,13 @@ class _FileParser:
             fields.append(Field(field_name, kind, default))
         return MetadataSchema(tuple(fields))
 
-    def uhd(self, doc: dict, name: str) -> Heuristic:
+    def uhd(self, doc: dict[str, Any], name: str) -> Heuristic:
         kind = self.string(doc, "kind", self.quoted)
         if kind not in ("native", "model"):
             raise self.invalid(f"'kind' in {self.quoted} must be 'native' or 'model', got '{kind}'")
         return Heuristic(kind, self.string(doc, "payload", self.quoted))
 
-    def ued(self, doc: dict, name: str) -> Engine:
+    def ued(self, doc: dict[str, Any], name: str) -> Engine:
         where = self.quoted
         if not _SCOPED.match(name):
             raise self.invalid(
@@ -412,7 +414,7 @@ class _FileParser:
             graph_match = self.string(block, "native", label)
         return Engine(metadata, heuristic, knobs, notes, numerical, sdk_version, graph_match)
 
-    def umd(self, doc: dict, name: str) -> Matcher:
+    def umd(self, doc: dict[str, Any], name: str) -> Matcher:
         scope = self.string(doc, "scope", self.quoted)
         if scope not in ("graph", "kernel"):
             raise self.invalid(
@@ -420,10 +422,10 @@ class _FileParser:
             )
         return Matcher(scope, self.string(doc, "match_symbol", self.quoted))
 
-    def udd(self, doc: dict, name: str) -> Dispatch:
+    def udd(self, doc: dict[str, Any], name: str) -> Dispatch:
         return Dispatch(self.string(doc, "dispatch_symbol", self.quoted))
 
-    def kdp(self, doc: dict, name: str) -> tuple[Pack, tuple[str, ...]]:
+    def kdp(self, doc: dict[str, Any], name: str) -> tuple[Pack, tuple[str, ...]]:
         where = self.quoted
         engine = self.uuid(doc, "engine", where)
         dispatch = self.uuid(doc, "dispatch", where)
@@ -463,7 +465,7 @@ class _FileParser:
             kernels.append(kernel)
         return Pack(engine, dispatch, matcher_ids, tuple(kernels), tuple(references)), arch
 
-    def kernel_body(self, doc: dict, ident: str, name: str) -> KernelDescriptor:
+    def kernel_body(self, doc: dict[str, Any], ident: str, name: str) -> KernelDescriptor:
         where = f"kernel '{name}' in {self.quoted}"
         if "kernel_source" not in doc:
             raise self.invalid(f"missing required key 'kernel_source' in {where}")
@@ -514,7 +516,7 @@ class _FileParser:
             )
         raise self.invalid(f"unknown kernel source kind '{kind}' in {where}", "D211")
 
-    def kpack_source(self, value: dict, kernel: str, where: str) -> KernelSource:
+    def kpack_source(self, value: dict[str, Any], kernel: str, where: str) -> KernelSource:
         def malformed(key: str, why: str) -> Invalid:
             return self.invalid(f"kernel '{kernel}' has a malformed kpack '{key}': {why}", "D215")
 
@@ -599,7 +601,7 @@ def read_bytes(path: str) -> bytes:
 
 
 def parse_file(
-    path: str | os.PathLike, root: str | os.PathLike, suffix: str, diags: Diagnostics
+    path: str | os.PathLike[str], root: str | os.PathLike[str], suffix: str, diags: Diagnostics
 ) -> Descriptor | None:
     """Parse one descriptor file; problems become diagnostics, never exceptions."""
     return _FileParser(os.fspath(path), os.fspath(root), suffix, diags).run()

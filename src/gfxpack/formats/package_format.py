@@ -20,9 +20,10 @@ import abc
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gfxpack import relations
+from gfxpack._io import Writable
 from gfxpack.errors import GfxpackError
 from gfxpack.relations import Relation
 
@@ -140,7 +141,7 @@ class PackageFormat(abc.ABC):
         """The file name of one package."""
 
     @abc.abstractmethod
-    def write(self, info: PackageInfo, out: BinaryIO) -> None:
+    def write(self, info: PackageInfo, out: Writable) -> None:
         """Write one package to ``out``."""
 
     @abc.abstractmethod
@@ -181,7 +182,7 @@ class _Deb(PackageFormat):
 
         return deb.filename(info)
 
-    def write(self, info: PackageInfo, out: BinaryIO) -> None:
+    def write(self, info: PackageInfo, out: Writable) -> None:
         from gfxpack.formats import deb
 
         deb.write(info, out)
@@ -225,7 +226,7 @@ class _Rpm(PackageFormat):
 
         return rpm.filename(info)
 
-    def write(self, info: PackageInfo, out: BinaryIO) -> None:
+    def write(self, info: PackageInfo, out: Writable) -> None:
         from gfxpack.formats import rpm
 
         rpm.write(info, out)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import BinaryIO
 
-from gfxpack._io import HashingReader
+from gfxpack._io import HashingReader, Writable, as_binary_file
 
 CHUNK = 1 << 20
 
@@ -41,6 +41,13 @@ class Entry:
     target: str | None = None  # a symlink's target, as written
     mtime: int = 0
     data: bytes | None = None  # inline bytes instead of a source file
+
+    @property
+    def link(self) -> str:
+        """A symlink's target."""
+        if self.target is None:
+            raise OSError(f"{self.path}: a symlink entry without a target")
+        return self.target
 
     @property
     def is_file(self) -> bool:
@@ -67,9 +74,11 @@ def archive_size_hint(entries: tuple[Entry, ...]) -> int:
     return installed_size(entries) + 512 * (len(entries) + 2)
 
 
-def _open(entry: Entry):
+def _open(entry: Entry) -> BinaryIO:
     if entry.data is not None:
         return io.BytesIO(entry.data)
+    if entry.source is None:
+        raise OSError(f"{entry.path}: a file entry with neither contents nor a source")
     return open(entry.source, "rb")
 
 
@@ -77,11 +86,11 @@ def _open(entry: Entry):
 
 
 def write_tar(
-    out: BinaryIO, entries: Iterable[Entry], mtime: int, algorithm: str = "md5", root: str = "."
+    out: Writable, entries: Iterable[Entry], mtime: int, algorithm: str = "md5", root: str = "."
 ) -> dict[str, str]:
     """GNU tar of ``entries`` with names ``./opt/...``; returns each file's hex digest."""
     digests: dict[str, str] = {}
-    with tarfile.open(fileobj=out, mode="w|", format=tarfile.GNU_FORMAT) as tar:
+    with tarfile.open(fileobj=as_binary_file(out), mode="w|", format=tarfile.GNU_FORMAT) as tar:
         top = tarfile.TarInfo(root + "/")
         top.type, top.mode, top.mtime = tarfile.DIRTYPE, 0o755, mtime
         top.uname = top.gname = "root"
@@ -97,7 +106,7 @@ def write_tar(
                 tar.addfile(info)
             elif entry.kind == EntryKind.SYMLINK:
                 info.type = tarfile.SYMTYPE
-                info.linkname = entry.target
+                info.linkname = entry.link
                 tar.addfile(info)
             else:
                 info.size = entry.size
@@ -121,7 +130,7 @@ def _pad4(length: int) -> bytes:
 
 
 def _cpio_header(
-    out: BinaryIO, name: str, ino: int, mode: int, nlink: int, mtime: int, size: int
+    out: Writable, name: str, ino: int, mode: int, nlink: int, mtime: int, size: int
 ) -> None:
     encoded = name.encode() + b"\0"
     header = _NEWC.format(ino, mode, 0, 0, nlink, mtime, size, 0, 0, 0, 0, len(encoded), 0)
@@ -129,7 +138,7 @@ def _cpio_header(
 
 
 def write_cpio(
-    out: BinaryIO, entries: Iterable[Entry], algorithm: str = "sha256", root: str = "."
+    out: Writable, entries: Iterable[Entry], algorithm: str = "sha256", root: str = "."
 ) -> dict[str, str]:
     """newc cpio with names ``./opt/...`` and inodes numbered from 1 in entry order;
     returns each file's hex digest."""
@@ -139,7 +148,7 @@ def write_cpio(
         if entry.kind == EntryKind.DIR:
             _cpio_header(out, name, ino, stat.S_IFDIR | entry.mode, 2, entry.mtime, 0)
         elif entry.kind == EntryKind.SYMLINK:
-            target = entry.target.encode()
+            target = entry.link.encode()
             _cpio_header(out, name, ino, stat.S_IFLNK | 0o777, 1, entry.mtime, len(target))
             out.write(target + _pad4(len(target)))
         else:

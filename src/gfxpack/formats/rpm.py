@@ -18,9 +18,9 @@ import stat
 import struct
 import tempfile
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 
-from gfxpack._io import HashingWriter
+from gfxpack._io import HashingWriter, Writable
 from gfxpack.formats import PackageInfo
 from gfxpack.formats.compress import compressing
 from gfxpack.formats.payload import (
@@ -171,7 +171,7 @@ def _encode(kind: int, value: Any) -> tuple[bytes, int]:
     return struct.pack(f">{len(values)}{code}", *values), len(values)
 
 
-def write(info: PackageInfo, out: BinaryIO) -> None:
+def write(info: PackageInfo, out: Writable) -> None:
     entries = info.entries
     with tempfile.TemporaryFile() as payload:
         compressed = HashingWriter(payload, "sha256")
@@ -203,7 +203,12 @@ def _lead(info: PackageInfo) -> bytes:
     return LEAD_MAGIC + struct.pack(">BBhh66shh16x", 3, 0, 0, 1, name, 1, 5)
 
 
-def _main_header(info, entries, digests, compressed) -> _HeaderBuilder:
+def _main_header(
+    info: PackageInfo,
+    entries: tuple[Entry, ...],
+    digests: dict[str, str],
+    compressed: HashingWriter,
+) -> _HeaderBuilder:
     h = _HeaderBuilder()
     h.add(I18NTABLE, STRING_ARRAY, ["C"])
     h.add(NAME, STRING, info.name)
@@ -268,7 +273,7 @@ def _add_relations(h: _HeaderBuilder, info: PackageInfo) -> None:
         h.add_dependencies(tags, [parse_dependency(t) for t in texts])
 
 
-def _add_files(h: _HeaderBuilder, entries: tuple[Entry, ...], digests) -> None:
+def _add_files(h: _HeaderBuilder, entries: tuple[Entry, ...], digests: dict[str, str]) -> None:
     dirnames: dict[str, int] = {}
     indexes, basenames = [], []
     for entry in entries:
@@ -288,7 +293,7 @@ def _add_files(h: _HeaderBuilder, entries: tuple[Entry, ...], digests) -> None:
         FILESIZES,
         INT32,
         [
-            e.size if e.is_file else len(e.target.encode()) if e.kind == EntryKind.SYMLINK else 4096
+            e.size if e.is_file else len(e.link.encode()) if e.kind == EntryKind.SYMLINK else 4096
             for e in entries
         ],
     )

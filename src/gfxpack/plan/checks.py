@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from gfxpack.config import PackageSpec
-from gfxpack.formats.package_format import FORMATS
+from gfxpack.formats.package_format import FORMATS, PackageFormat
 from gfxpack.plan.model import Cause, Kind, ReleasePlan
 from gfxpack.plan.rules import dependency_base, is_package_dependency
 
@@ -45,7 +45,9 @@ def declared_dependencies(
     return causes
 
 
-def _declared_package_names(spec: PackageSpec) -> Iterator[tuple[str, str, int, str]]:
+def _declared_package_names(
+    spec: PackageSpec,
+) -> Iterator[tuple[PackageFormat, str, int, str]]:
     for fmt in FORMATS:
         for list_name, relations in spec.relations(fmt).dependency_lists():
             for index, relation in enumerate(relations):
@@ -98,7 +100,7 @@ def cross_arch_edges(plan: ReleasePlan) -> Iterator[Cause]:
             continue
         for fmt in FORMATS:
             for req in package.relations(fmt).edges():
-                target = plan.by_key.get(req.target)
+                target = plan.by_key.get(req.target or "")
                 if target and target.arch is not None and target.arch != package.arch:
                     if (package.key, target.key) in seen:
                         continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
 from functools import cached_property
 
 from gfxpack.config import PackageSpec
@@ -12,8 +12,9 @@ from gfxpack.errors import GfxpackError
 from gfxpack.formats.package_format import FORMATS, PackageFormat
 
 
-class Kind(StrEnum):
-    """The package types of seed 000."""
+class Kind(Enum):
+    """The package types of seed 000. (Not a StrEnum: ``title`` would shadow
+    ``str.title``; ``str(kind)`` is still its value.)"""
 
     VERSIONED = "versioned"
     NON_VERSIONED = "non-versioned"
@@ -23,6 +24,9 @@ class Kind(StrEnum):
     GENERIC_META = "generic-meta"  # a Gfxarch=True metapackage: every arch meta
     ARCH_META = "arch-meta"  # a Gfxarch=True metapackage for one arch
     VERSIONED_META = "versioned-meta"  # a Gfxarch=False metapackage
+
+    def __str__(self) -> str:
+        return str(self.value)
 
     @property
     def is_aggregator(self) -> bool:

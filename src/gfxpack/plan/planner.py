@@ -8,7 +8,7 @@ every problem.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from gfxpack._gc import paused_gc
@@ -40,6 +40,7 @@ from gfxpack.plan.naming import (
     version_xy,
 )
 from gfxpack.plan.rules import Ref, RuleName, Shape
+from gfxpack.relations import Relation
 
 VARIANTS = ("", "asan")
 
@@ -71,7 +72,15 @@ def plan(
 
 
 class _Planner:
-    def __init__(self, specs, targets, rocm_version, release, options, artifacts):
+    def __init__(
+        self,
+        specs: Sequence[PackageSpec],
+        targets: Sequence[str],
+        rocm_version: str,
+        release: str,
+        options: PlanOptions,
+        artifacts: ArtifactIndex | None,
+    ):
         self.options = options
         self.artifacts = artifacts
         self.rocm_version = rocm_version
@@ -79,7 +88,7 @@ class _Planner:
         self.causes: list[Cause] = []
         self.notes: dict[str, Note] = {}  # by message: each said once
         self._names: dict[tuple[Ref, PackageFormat | None], str] = {}
-        self._reqs: dict[tuple, Req] = {}
+        self._reqs: dict[tuple[Ref, Reason, str | None, PackageFormat], Req] = {}
         self.all_specs = {spec.name: spec for spec in specs}
         self.specs = specs
         self.targets, self.arches = self._targets(targets)
@@ -251,7 +260,7 @@ class _Planner:
             for cause in declared:
                 self.note(Severity.WARNING, f"{cause}: dependency omitted", cause.packages)
 
-        packages = []
+        packages: list[PlannedPackage] = []
         for spec in self.buildable.values():
             if self.options.mode is Mode.SINGLE_ARCH:
                 packages.extend(self._single_arch_family(spec))
@@ -282,7 +291,7 @@ class _Planner:
 
     # One method per package type of seed 000; each yields the family in build order.
 
-    def _gfxarch_family(self, spec: PackageSpec):
+    def _gfxarch_family(self, spec: PackageSpec) -> Iterator[PlannedPackage]:
         """host + one device per arch + per-package meta + non-versioned (N+3)."""
         base = spec.name
         host = Ref(Shape.HOST, base)
@@ -296,7 +305,7 @@ class _Planner:
         yield self._package(spec, meta, Kind.META, None, False, None, members)
         yield self._non_versioned(spec, Ref(Shape.NON_VERSIONED, base), meta)
 
-    def _gfxarch_meta_family(self, spec: PackageSpec):
+    def _gfxarch_meta_family(self, spec: PackageSpec) -> Iterator[PlannedPackage]:
         """generic meta + one arch meta per arch + non-versioned (N+2)."""
         base = spec.name
         arch_metas = [Ref(Shape.VERSIONED, base, arch) for arch in self.arches]
@@ -307,7 +316,7 @@ class _Planner:
             yield self._package(spec, ref, Kind.ARCH_META, ref.arch, False, RuleName.ARCH_META)
         yield self._non_versioned(spec, Ref(Shape.NON_VERSIONED, base), generic)
 
-    def _simple_family(self, spec: PackageSpec):
+    def _simple_family(self, spec: PackageSpec) -> Iterator[PlannedPackage]:
         """versioned (or versioned meta) + non-versioned (2)."""
         versioned = Ref(Shape.VERSIONED, spec.name)
         if spec.metapackage:
@@ -321,7 +330,7 @@ class _Planner:
         yield self._package(spec, versioned, kind, None, has_files, rule, self._runtime_meta(spec))
         yield self._non_versioned(spec, Ref(Shape.NON_VERSIONED, spec.name), versioned)
 
-    def _single_arch_family(self, spec: PackageSpec):
+    def _single_arch_family(self, spec: PackageSpec) -> Iterator[PlannedPackage]:
         """Legacy mode: versioned + non-versioned, both arch-suffixed if gfxarch."""
         arch = self.arches[0] if self.gfxarch[spec.name] else None
         versioned = Ref(Shape.VERSIONED, spec.name, arch)
@@ -419,11 +428,20 @@ class _Planner:
             self._reqs[key] = req
         return req
 
-    def _resolve_list(self, spec, kind, rule, arch, name, relations, fmt) -> list[Dep]:
+    def _resolve_list(
+        self,
+        spec: PackageSpec,
+        kind: Kind,
+        rule: RuleName | None,
+        arch: str | None,
+        name: str,
+        relations: tuple[Relation, ...],
+        fmt: PackageFormat,
+    ) -> list[Dep]:
         if rule is None:
             return []
         resolve, carries_system = rules.VARIANT_RULES[rule]
-        resolved = []
+        resolved: list[Dep] = []
         for relation in relations:
             if relation.opaque is not None:
                 if carries_system:

@@ -25,6 +25,7 @@ import subprocess
 from collections import defaultdict
 from email.utils import formatdate
 from pathlib import Path
+from typing import Any
 
 from gfxpack._io import atomic_path, file_digests, write_atomically
 from gfxpack.errors import GfxpackError
@@ -72,7 +73,9 @@ def _write(path: Path, data: bytes) -> None:
     write_atomically(path, data)
 
 
-def _entries(out: Path, files: dict[str, Path]) -> tuple[list[dict], dict[str, dict]]:
+def _entries(
+    out: Path, files: dict[str, Path]
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """Stanza and paths of every package (file name -> where to read it now), from the
     cache when unchanged; and the cache to write back."""
     cache_path = out / CACHE
@@ -115,7 +118,7 @@ def publish(
     epoch: int,
     sign_key: str | None = None,
     gnupghome: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Add ``debs`` to the repository at ``out`` and rewrite its indexes.
 
     Everything is computed and signed before the repository is touched, so a
@@ -124,7 +127,7 @@ def publish(
     added = new_files(debs, pool)
     files = {p.name: p for p in pool.glob("*.deb")} | {p.name: p for p in added}
     entries, cache = _entries(out, files)
-    by_arch: dict[str, list[dict]] = defaultdict(list)
+    by_arch: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for entry in entries:
         by_arch[entry["stanza"].get("Architecture", "all")].append(entry)
     arches = sorted(a for a in by_arch if a != "all") or ["all"]

@@ -11,6 +11,7 @@ from typing import BinaryIO
 
 import zstandard
 
+from gfxpack._io import Readable, as_binary_file
 from gfxpack.errors import GfxpackError
 
 AR_MAGIC = b"!<arch>\n"
@@ -34,7 +35,7 @@ def _members(file: BinaryIO, name: str) -> Iterator[tuple[str, int]]:
         file.seek(start + size + size % 2)
 
 
-def _decompressed(member: str, data: bytes) -> BinaryIO:
+def _decompressed(member: str, data: bytes) -> Readable:
     """A stream of the member's uncompressed bytes (never all of them in memory)."""
     raw = io.BytesIO(data)
     if member.endswith(".zst"):
@@ -55,11 +56,16 @@ def read_deb(path: str) -> tuple[str, list[str]]:
             for member, size in _members(file, path):
                 if member.startswith(("control.tar", "data.tar")):
                     stream = _decompressed(member, file.read(size))
-                    with tarfile.open(fileobj=stream, mode="r|") as tar:
+                    with tarfile.open(fileobj=as_binary_file(stream), mode="r|") as tar:
                         for entry in tar:
                             name = entry.name.removeprefix("./")
                             if member.startswith("control.tar") and name == "control":
-                                control = tar.extractfile(entry).read().decode("utf-8")
+                                member_file = tar.extractfile(entry)
+                                if member_file is None:
+                                    raise InvalidDeb(
+                                        f"{path}: its control member is not a regular file"
+                                    )
+                                control = member_file.read().decode("utf-8")
                             elif member.startswith("data.tar") and not entry.isdir():
                                 paths.append(name)
     except (OSError, tarfile.TarError, KeyError, lzma.LZMAError, zstandard.ZstdError) as e:

@@ -15,13 +15,14 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import createrepo_c as cr
 
 from gfxpack.repo.apt import add_to_pool, new_files
 
 
-def publish(rpms: list[Path], out: Path, epoch: int) -> dict:
+def publish(rpms: list[Path], out: Path, epoch: int) -> dict[str, Any]:
     """Add ``rpms`` to the repository at ``out`` and regenerate its repodata."""
     packages = out / "Packages"
     added = new_files(rpms, packages)

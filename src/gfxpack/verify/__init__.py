@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gfxpack.formats import FORMATS, PackageFormat
 from gfxpack.verify import rules
@@ -39,7 +40,7 @@ class Report:
     def ok(self) -> bool:
         return not self.violations
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         resolution = self.resolution
         return {
             "format": self.fmt.name,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from gfxpack.plan.naming import InvalidName, Naming, version_xy
 from gfxpack.verify.resolution import Hop, Resolution
@@ -39,7 +40,7 @@ class Violation:
     message: str
     path: tuple[Hop, ...] = ()
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "rule": self.rule,
             "install": self.install,

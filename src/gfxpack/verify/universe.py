@@ -150,11 +150,15 @@ class Universe:
                 if element.tag != f"{_FILELISTS_NS}package":
                     continue
                 version = element.find(f"{_FILELISTS_NS}version")
+                name, arch = element.get("name"), element.get("arch")
+                if version is None or name is None or arch is None:
+                    raise VerifyError(f"{self._filelists}: a package without name, arch or version")
                 epoch, ver, rel = (version.get(k) for k in ("epoch", "ver", "rel"))
                 evr = f"{epoch + ':' if epoch not in (None, '0') else ''}{ver}-{rel}"
-                key = (element.get("name"), evr, element.get("arch"))
-                files[key] = frozenset(
-                    f.text for f in element.iter(f"{_FILELISTS_NS}file") if f.get("type") != "dir"
+                files[name, evr, arch] = frozenset(
+                    f.text
+                    for f in element.iter(f"{_FILELISTS_NS}file")
+                    if f.text is not None and f.get("type") != "dir"
                 )
                 element.clear()
         return files
@@ -304,7 +308,7 @@ def load_apt(universe: Universe, suite: str | None, deps: DepIds) -> str:
         else:
             raise VerifyError(f"{dists / suite / name}: no Packages index that {release} lists")
         for stanza in parse_stanzas(text):
-            filename = stanza.get("Filename")
+            filename = stanza.get("Filename", "")  # _add_deb rejects a stanza without one
             if filename in seen:
                 continue
             seen.add(filename)
