@@ -9,13 +9,14 @@ while a later root may add descriptors but never redefine a settled one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from gfxpack.descriptors.diagnostics import Diagnostics
 from gfxpack.descriptors.jsonc import JsoncError, loads
 from gfxpack.descriptors.parse import read_bytes
-from gfxpack.descriptors.types import Descriptor, key_text
+from gfxpack.descriptors.types import Descriptor, Key, key_text
 
 
 def canonical(value: Any) -> Any:
@@ -57,7 +58,7 @@ def document_of(descriptor: Descriptor) -> Any:
 
 class Catalog:
     def __init__(self) -> None:
-        self.entries: dict[tuple, CatalogEntry] = {}
+        self.entries: dict[Key, CatalogEntry] = {}
         self._root_index = 0
         # Lookups built on first use after the last insert: resolution only reads.
         self._index: dict[str, list[CatalogEntry]] | None = None
@@ -127,7 +128,9 @@ class Catalog:
         """Every standalone kernel with an id, whatever its arch, in key order."""
         return self._grouped(".ukd.json", lambda d: d.id).get(ident, [])
 
-    def _grouped(self, suffix: str, by) -> dict[str, list[CatalogEntry]]:
+    def _grouped(
+        self, suffix: str, by: Callable[[Descriptor], str]
+    ) -> dict[str, list[CatalogEntry]]:
         if suffix not in self._groups:
             groups: dict[str, list[CatalogEntry]] = {}
             for entry in self.of_type(suffix):

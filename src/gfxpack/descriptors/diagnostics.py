@@ -8,6 +8,7 @@ is also sent to the ``gfxpack.descriptors`` logger.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -29,6 +30,10 @@ class Level(IntEnum):
         return {"info": cls.INFO, "warn": cls.WARN, "warning": cls.WARN, "error": cls.ERROR}[
             text.lower()
         ]
+
+
+# Where a diagnostic points: a path (kept as text), or nowhere in particular.
+PathText = str | os.PathLike[str] | None
 
 
 @dataclass(slots=True)  # not frozen: one is made per file loaded, and frozen costs
@@ -56,19 +61,19 @@ class Diagnostics:
     def __init__(self) -> None:
         self.items: list[Diagnostic] = []
 
-    def add(self, severity: Level, code: str, path: str | None, message: str) -> None:
+    def add(self, severity: Level, code: str, path: PathText, message: str) -> None:
         diagnostic = Diagnostic(severity, code, str(path) if path is not None else None, message)
         self.items.append(diagnostic)
         if LOG.isEnabledFor(severity):
             LOG.log(int(severity), "%s [%s]", diagnostic.line(), code)
 
-    def info(self, code: str, path, message: str) -> None:
+    def info(self, code: str, path: PathText, message: str) -> None:
         self.add(Level.INFO, code, path, message)
 
-    def warn(self, code: str, path, message: str) -> None:
+    def warn(self, code: str, path: PathText, message: str) -> None:
         self.add(Level.WARN, code, path, message)
 
-    def error(self, code: str, path, message: str) -> None:
+    def error(self, code: str, path: PathText, message: str) -> None:
         self.add(Level.ERROR, code, path, message)
 
     def at_least(self, severity: Level) -> list[Diagnostic]:

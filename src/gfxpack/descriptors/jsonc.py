@@ -36,9 +36,10 @@ def strip_comments(text: str) -> str:
     if "/" not in text:
         return text  # the common case: plain JSON
 
-    def blank(match: re.Match) -> str:
-        if match.group(1) is not None:
-            return match.group(1)
+    def blank(match: re.Match[str]) -> str:
+        kept: str | None = match.group(1)
+        if kept is not None:
+            return kept
         if match.group(4) is not None:
             raise JsoncError(f"unterminated /* comment at {_position(text, match.start())}")
         return "".join(c if c == "\n" else " " for c in match.group(0))

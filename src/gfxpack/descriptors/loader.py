@@ -9,9 +9,10 @@ the files hold, they return a :class:`LoadResult` and never raise.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gfxpack._gc import paused_gc
 from gfxpack.descriptors.archives import KpackArchives
@@ -19,7 +20,13 @@ from gfxpack.descriptors.catalog import Catalog
 from gfxpack.descriptors.diagnostics import Diagnostics
 from gfxpack.descriptors.parse import parse_file
 from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
-from gfxpack.descriptors.resolve import DescriptorSet, Resolver, completed_metadata, engine_hex
+from gfxpack.descriptors.resolve import (
+    DescriptorSet,
+    ResolvedPack,
+    Resolver,
+    completed_metadata,
+    engine_hex,
+)
 from gfxpack.descriptors.types import KernelDescriptor, arch_overlaps, device_base
 from gfxpack.descriptors.walk import descriptor_files
 
@@ -118,7 +125,17 @@ def load_validated(
         )
 
 
-def _load_validated(roots, registry, disabled, names, diags) -> LoadResult:
+# One reason an engine does not validate: (diagnostic code, message).
+Problem = tuple[str, str]
+
+
+def _load_validated(
+    roots: Sequence[str | os.PathLike[str]],
+    registry: SymbolRegistry | None,
+    disabled: str | None,
+    names: EngineNames,
+    diags: Diagnostics | None,
+) -> LoadResult:
     result = load_descriptor_sets(roots, disabled, diags)
     diags = result.diagnostics
     if registry is None:
@@ -153,7 +170,7 @@ def _load_validated(roots, registry, disabled, names, diags) -> LoadResult:
     return result
 
 
-def symbol_problems(candidate: DescriptorSet, registry: SymbolRegistry | None):
+def symbol_problems(candidate: DescriptorSet, registry: SymbolRegistry | None) -> Iterator[Problem]:
     if registry is None:
         return
     label = candidate.label()
@@ -185,7 +202,7 @@ def symbol_problems(candidate: DescriptorSet, registry: SymbolRegistry | None):
         )
 
 
-def collision_problems(candidate: DescriptorSet, names: EngineNames):
+def collision_problems(candidate: DescriptorSet, names: EngineNames) -> Iterator[Problem]:
     holder = names.holder(candidate.engine_id)
     if holder is not None and not (holder.owner == OWNER and holder.name == candidate.name):
         yield (
@@ -197,9 +214,10 @@ def collision_problems(candidate: DescriptorSet, names: EngineNames):
         )
 
 
-def probe_problems(candidate: DescriptorSet):
+def probe_problems(candidate: DescriptorSet) -> Iterator[Problem]:
     """The state-manager probe: completed metadata tuples unique per overlapping arch."""
-    claims: dict[tuple, list[tuple[KernelDescriptor, tuple[str, ...]]]] = {}
+    claims: dict[tuple[tuple[str, Any], ...], list[tuple[KernelDescriptor, tuple[str, ...]]]]
+    claims = {}
     for pack in candidate.packs:
         for kernel in pack.kernels:
             values = completed_metadata(kernel, candidate.schema.body)
@@ -219,7 +237,9 @@ def probe_problems(candidate: DescriptorSet):
             claims.setdefault(values, []).append((kernel, arch))
 
 
-def visible_to(candidate: DescriptorSet, device: str | None):
+def visible_to(
+    candidate: DescriptorSet, device: str | None
+) -> Iterator[tuple[ResolvedPack, list[KernelDescriptor]]]:
     """(pack, kernels) a device sees: packs and kernels whose effective arch admits it."""
     base = device_base(device) if device else None
     for pack in candidate.packs:

@@ -9,11 +9,12 @@ order; the first violation fails the file with one ERROR. The result is a
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, overload
 
 from gfxpack.descriptors.diagnostics import Diagnostics
 from gfxpack.descriptors.jsonc import JsoncError, loads
@@ -229,6 +230,14 @@ class _FileParser:
     # string() and uuid() run for nearly every key of every file: the valid case is
     # decided first, with the fewest calls; messages are built only on failure.
 
+    @overload
+    def string(
+        self, obj: dict[str, Any], key: str, where: str, required: Literal[True] = True
+    ) -> str: ...
+    @overload
+    def string(
+        self, obj: dict[str, Any], key: str, where: str, required: Literal[False]
+    ) -> str | None: ...
     def string(
         self, obj: dict[str, Any], key: str, where: str, required: bool = True
     ) -> str | None:
@@ -241,6 +250,14 @@ class _FileParser:
             raise self.invalid(f"missing required key '{key}' in {where}")
         raise self.invalid(f"'{key}' in {where} must be a non-empty string, got {describe(value)}")
 
+    @overload
+    def uuid(
+        self, obj: dict[str, Any], key: str, where: str, required: Literal[True] = True
+    ) -> str: ...
+    @overload
+    def uuid(
+        self, obj: dict[str, Any], key: str, where: str, required: Literal[False]
+    ) -> str | None: ...
     def uuid(self, obj: dict[str, Any], key: str, where: str, required: bool = True) -> str | None:
         value = obj.get(key, _ABSENT)
         if value is _ABSENT:
@@ -403,7 +420,8 @@ class _FileParser:
                     f"'sdk_version' in {where} must be \"<major>.<minor>.<patch>\", "
                     f"got {describe(value)}"
                 )
-            sdk_version = tuple(int(part) for part in match.groups())
+            major, minor, patch = (int(part) for part in match.groups())
+            sdk_version = (major, minor, patch)
         graph_match = None
         if "graph_match" in doc:
             block = doc["graph_match"]
@@ -482,14 +500,14 @@ class _FileParser:
             metadata = {}
             for key in sorted(raw):  # sorted: the first bad value reported is deterministic
                 metadata[key] = self.metadata_value(
-                    raw[key], lambda key=key: f"metadata '{key}' of {where}"
+                    raw[key], functools.partial("metadata '{}' of {}".format, key, where)
                 )[1]
         priority = doc.get("priority", 0)
         if type(priority) is not int or not INT64[0] <= priority <= INT64[1]:
             self.integer(priority, f"'priority' of {where}")
         arch = self.arch(doc, where) if "arch" in doc else ()
         if source.kind == "kpack":
-            self.check_library(source.library, self.origin, name)
+            self.check_library(source.archive[0], self.origin, name)
         return KernelDescriptor(
             ident, name, source, metadata, priority, arch, self.origin, self.root, self.path
         )
@@ -609,4 +627,5 @@ def parse_file(
 
 def resolved_library(kernel: KernelDescriptor) -> str:
     """The archive a kpack kernel names: its library joined to its origin, lexically."""
-    return os.path.normpath(os.path.join(kernel.origin_directory, kernel.source.library))
+    library, _ = kernel.source.archive
+    return os.path.normpath(os.path.join(kernel.origin_directory, library))

@@ -13,6 +13,7 @@ from gfxpack.descriptors.parse import resolved_library
 from gfxpack.descriptors.types import (
     Descriptor,
     KernelDescriptor,
+    Key,
     MetadataSchema,
     arch_covers,
     arch_overlaps,
@@ -137,7 +138,7 @@ class Resolver:
         self.orphans()
         return sets
 
-    def engine(self, entry: CatalogEntry, claims: Counter) -> DescriptorSet | None:
+    def engine(self, entry: CatalogEntry, claims: Counter[int]) -> DescriptorSet | None:
         ued = entry.descriptor
         label = engine_label(ued)
         body = ued.body
@@ -308,21 +309,22 @@ class Resolver:
     def check_kpack(self, kernel: KernelDescriptor, arch: tuple[str, ...]) -> None:
         library = resolved_library(kernel)
         source = kernel.source
+        _, toc_key = source.archive
         if not self.archives.exists(library):
             raise _PackDropped(
                 "D420",
                 f"kernel '{kernel.name}' names kpack archive \"{library}\", which does not exist",
             )
         try:
-            held = self.archives.arches(library, source.toc_key)
+            held = self.archives.arches(library, toc_key)
             for wanted in arch or tuple(held) or ("any",):
                 if wanted not in held:
                     raise _PackDropped(
                         "D422",
-                        f"kernel '{kernel.name}' names toc_key '{source.toc_key}', which "
+                        f"kernel '{kernel.name}' names toc_key '{toc_key}', which "
                         f'"{library}" does not hold for arch {wanted}',
                     )
-                actual = self.archives.digest(library, source.toc_key, wanted)
+                actual = self.archives.digest(library, toc_key, wanted)
                 if actual != source.sha256:
                     raise _PackDropped(
                         "D423",
@@ -340,7 +342,7 @@ class Resolver:
     def orphans(self) -> None:
         """Packs naming no catalogued engine (D409); standalone kernels no pack uses (D407)."""
         engines = {e.descriptor.id for e in self.catalog.of_type(".ued.json")}
-        referenced: set[tuple] = set()
+        referenced: set[Key] = set()
         for entry in self.catalog.of_type(".kdp.json"):
             if entry.conflicted:
                 continue
@@ -381,7 +383,9 @@ def value_has_type(value: Any, kind: str) -> bool:
     return isinstance(value, list)
 
 
-def completed_metadata(kernel: KernelDescriptor, schema: MetadataSchema) -> tuple:
+def completed_metadata(
+    kernel: KernelDescriptor, schema: MetadataSchema
+) -> tuple[tuple[str, Any], ...]:
     """The kernel's metadata tuple with defaults applied, floats widened, in field order."""
     values = []
     for field in schema.fields:
