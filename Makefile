@@ -48,6 +48,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/ruff format --check src tests bench examples
+	$(VENV)/bin/mypy
 
 test: $(STAMP) system-tools lint
 	$(VENV)/bin/pytest

@@ -7,6 +7,9 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import NoReturn
 
 import click
 from rich.console import Console
@@ -14,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from gfxpack import build as build_module
+from gfxpack.build import BuiltFile
 from gfxpack.cli import cli
 from gfxpack.cli.common import (
     plan_options,
@@ -27,6 +31,8 @@ from gfxpack.formats import FORMATS
 from gfxpack.formats.compress import Compression
 from gfxpack.plan import Kind, Mode, ReleasePlan
 from gfxpack.release import ReleaseOptions, build_release
+
+OnBuilt = Callable[[BuiltFile, int, int], None]
 
 
 @cli.command("build")
@@ -76,22 +82,22 @@ from gfxpack.release import ReleaseOptions, build_release
 @click.option("-q", "--quiet", is_flag=True, help="No notes and no progress, only the summary.")
 @reports_errors
 def build_command(
-    config_path,
-    rocm_version,
-    release,
-    pin_policy,
-    build_variant,
-    install_prefix,
-    allow_missing_deps,
-    artifacts,
-    out,
-    formats,
-    targets,
-    compression,
-    jobs,
-    mode,
-    quiet,
-):
+    config_path: str,
+    rocm_version: str,
+    release: str,
+    pin_policy: str,
+    build_variant: str,
+    install_prefix: str | None,
+    allow_missing_deps: bool,
+    artifacts: str,
+    out: str,
+    formats: str,
+    targets: tuple[str, ...],
+    compression: str,
+    jobs: int,
+    mode: str,
+    quiet: bool,
+) -> None:
     """Build every package of the release as .deb and .rpm files.
 
     Packages are written in parallel, each under a temporary name and renamed
@@ -137,19 +143,19 @@ def build_command(
     _print_build_summary(built, out, time.perf_counter() - started)
 
 
-def _interrupt(_signum, _frame):
+def _interrupt(_signum: int, _frame: FrameType | None) -> NoReturn:
     raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
-def _progress(quiet: bool):
+def _progress(quiet: bool) -> Iterator[OnBuilt | None]:
     """A progress bar on a terminal; one plain line per package otherwise."""
     if quiet:
         yield None
         return
     if not sys.stderr.isatty():
 
-        def plain(item, done, total):
+        def plain(item: BuiltFile, done: int, total: int) -> None:
             click.echo(
                 f"[{done}/{total}] {item.file} ({item.size:,} bytes, {item.seconds:.2f} s)",
                 err=True,
@@ -167,13 +173,13 @@ def _progress(quiet: bool):
     ) as progress:
         task = progress.add_task("building", total=None)
 
-        def bar(item, done, total):
+        def bar(item: BuiltFile, done: int, total: int) -> None:
             progress.update(task, total=total, completed=done, description=item.file)
 
         yield bar
 
 
-def _print_build_summary(built, out, seconds: float) -> None:
+def _print_build_summary(built: list[BuiltFile], out: str, seconds: float) -> None:
     table = Table(
         "kind",
         "files",

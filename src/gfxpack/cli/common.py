@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import ParamSpec, TypeVar
 
 import click
 
@@ -13,6 +14,8 @@ from gfxpack.errors import GfxpackError
 from gfxpack.formats import FORMATS, PackageFormat, format_named
 from gfxpack.plan import Mode, PinPolicy, PlanOptions, ReleasePlan, Severity
 
+P = ParamSpec("P")
+R = TypeVar("R")
 SEPARATORS = re.compile(r"[\s,;]+")
 FORMAT_NAMES = [fmt.name for fmt in FORMATS]
 
@@ -24,11 +27,11 @@ def as_format(
     return None if value is None else format_named(value)
 
 
-def reports_errors(command: Callable) -> Callable:
+def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
     """A GfxpackError becomes ``error: ...`` lines and exit 1; Ctrl-C exit 130."""
 
     @functools.wraps(command)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
         except GfxpackError as e:
@@ -47,7 +50,7 @@ def split_list(values: tuple[str, ...]) -> list[str]:
     return [item for value in values for item in SEPARATORS.split(value) if item]
 
 
-def release_options(command: Callable) -> Callable:
+def release_options(command: Callable[P, R]) -> Callable[P, R]:
     """The options that shape a release plan, shared by plan and build."""
     options = [
         click.option(
@@ -111,7 +114,7 @@ def plan_options(
     )
 
 
-def print_notes(warnings, release_plan: ReleasePlan, verbose: bool = False) -> None:
+def print_notes(warnings: Iterable[str], release_plan: ReleasePlan, verbose: bool = False) -> None:
     """Config warnings and plan notes on stderr (informational ones only if verbose)."""
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import click
 
@@ -27,14 +28,14 @@ def descriptors_group() -> None:
     """Load, list and lint hipDNN kernel descriptors (arch_content trees)."""
 
 
-def _roots(roots, runtime_dir, diags):
+def _roots(roots: tuple[str, ...], runtime_dir: str | None, diags: Diagnostics) -> list[Path]:
     found = provider_roots(roots, os.environ, runtime_dir, diags)
     if not found:
         raise GfxpackError("no descriptor root: give --root DIR (or set HIPDNN_DESCRIPTOR_DIR)")
     return found
 
 
-def _registry(symbols):
+def _registry(symbols: str | None) -> SymbolRegistry | None:
     return SymbolRegistry.from_file(symbols) if symbols else None
 
 
@@ -71,7 +72,14 @@ def _registry(symbols):
     help="Diagnostics shown.",
 )
 @reports_errors
-def list_engines(roots, runtime_dir, device, symbols, as_json, level):
+def list_engines(
+    roots: tuple[str, ...],
+    runtime_dir: str | None,
+    device: str | None,
+    symbols: str | None,
+    as_json: bool,
+    level: str,
+) -> None:
     """Each engine the provider would load: ids, packs and kernels, then diagnostics.
 
     HIPDNN_DISABLE_ENGINES (names, decimal or hex ids, UUIDs) is honoured.
@@ -123,7 +131,7 @@ def list_engines(roots, runtime_dir, device, symbols, as_json, level):
 @click.option("--symbols", type=click.Path(dir_okay=False), help="Symbol registry file.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 @reports_errors
-def lint_command(roots, symbols, as_json):
+def lint_command(roots: tuple[str, ...], symbols: str | None, as_json: bool) -> None:
     """Check every file against the shipped JSON Schemas, report the lowest version each
     needs, then run the loader; exit 1 on any ERROR."""
     result = lint([os.fspath(r) for r in roots], _registry(symbols))

@@ -60,7 +60,9 @@ def _kernel_inputs(arguments: tuple[str, ...]) -> list[tuple[str, Path]]:
     help="zstd level.",
 )
 @reports_errors
-def kpack_create(out, files, group, arch, compression, level):
+def kpack_create(
+    out: str, files: tuple[str, ...], group: str, arch: str, compression: str, level: int
+) -> None:
     """Write OUT.kpack from code-object files.
 
     Each FILE is stored under its path as given, or under TOCKEY with
@@ -82,7 +84,7 @@ def kpack_create(out, files, group, arch, compression, level):
 @click.argument("archive", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 @reports_errors
-def kpack_list(archive, as_json):
+def kpack_list(archive: str, as_json: bool) -> None:
     """List the code objects of an archive with their sizes and sha256 digests."""
     with kpack.KpackReader.open(archive) as reader:
         verified = reader.verify()
@@ -133,7 +135,7 @@ def kpack_list(archive, as_json):
     help="Write here (default: standard output, when it is not a terminal).",
 )
 @reports_errors
-def kpack_extract(archive, toc_key, arch, output):
+def kpack_extract(archive: str, toc_key: str, arch: str | None, output: str | None) -> None:
     """Extract one code object, decompressing nothing else."""
     with kpack.KpackReader.open(archive) as reader:
         code = reader.read(toc_key, arch)
@@ -149,7 +151,7 @@ def kpack_extract(archive, toc_key, arch, output):
 @kpack_group.command("verify")
 @click.argument("archives", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @reports_errors
-def kpack_verify(archives):
+def kpack_verify(archives: tuple[str, ...]) -> None:
     """Check every code object of each archive: structure, frames and sizes."""
     for archive in archives:
         with kpack.KpackReader.open(archive) as reader:

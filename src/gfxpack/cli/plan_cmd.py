@@ -25,7 +25,7 @@ from gfxpack.formats import FORMATS, PackageFormat
 from gfxpack.plan import Kind, Mode, PlannedPackage, ReleasePlan, plan
 
 
-def _targets(_ctx, _param, values: tuple[str, ...]) -> list[str]:
+def _targets(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> list[str]:
     targets = split_list(values)
     if not targets:
         raise click.BadParameter("give at least one GPU target, e.g. --target gfx942")
@@ -76,21 +76,21 @@ def _targets(_ctx, _param, values: tuple[str, ...]) -> list[str]:
 @click.option("-q", "--quiet", is_flag=True, help="Print no notes, only the result.")
 @reports_errors
 def plan_command(
-    config_path,
-    rocm_version,
-    release,
-    pin_policy,
-    build_variant,
-    install_prefix,
-    allow_missing_deps,
-    targets,
-    output,
-    package,
-    pkg_type,
-    mode,
-    verbose,
-    quiet,
-):
+    config_path: str,
+    rocm_version: str,
+    release: str,
+    pin_policy: str,
+    build_variant: str,
+    install_prefix: str | None,
+    allow_missing_deps: bool,
+    targets: list[str],
+    output: str,
+    package: str | None,
+    pkg_type: PackageFormat,
+    mode: str,
+    verbose: bool,
+    quiet: bool,
+) -> None:
     """Plan every package of a release: names, kinds and dependencies.
 
     \b
@@ -113,7 +113,7 @@ def _render(release_plan: ReleasePlan, output: str, package: str | None, fmt: Pa
     if output == "table":
         if package is None:
             return views.tables(release_plan, fmt)
-        return views.table(release_plan, release_plan.get(roots[0]).base, fmt)
+        return views.table(release_plan, release_plan.by_key[roots[0]].base, fmt)
     selected = None
     if package is not None:
         selected = views.reachable(release_plan, roots[0], fmt)

@@ -39,7 +39,9 @@ from gfxpack.formats import FORMATS, format_named
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @reports_errors
-def repo_command(builds, out, suite, sign_key, as_json):
+def repo_command(
+    builds: tuple[str, ...], out: str, suite: str, sign_key: str | None, as_json: bool
+) -> None:
     """Publish built packages as an apt and an rpm-md repository.
 
     Incremental: packages already in OUT stay, so several releases (8.2 and

@@ -10,7 +10,9 @@ higher than that is flagged, since authors stamp the lowest version they need.
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -146,7 +148,9 @@ class LintResult:
         }
 
 
-def lint(roots: list[Path], registry: SymbolRegistry | None = None) -> LintResult:
+def lint(
+    roots: Sequence[str | os.PathLike[str]], registry: SymbolRegistry | None = None
+) -> LintResult:
     """Schema-check every descriptor file under the roots, then load them."""
     load = load_validated(roots, registry, names=EngineNames())
     files = []
