@@ -55,6 +55,7 @@ def test_other_compressions_are_read_by_the_tools(example_release, tmp_path, com
     plan = dataclasses.replace(example_release.plan, packages=tuple(small))
     options = BuildOptions(compression=Compression.parse(compression), jobs=1)
     built = build(plan, example_release.routed, tmp_path, options)
+    assert len(built) == 2 * len(keys)
     for item in built:
         path = str(tmp_path / item.file)
         if item.format == "deb":

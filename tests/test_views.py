@@ -128,7 +128,9 @@ def test_dot_of_one_package_is_its_closure(seed_plan):
 
 def test_every_example_tree_draws(example_plan):
     """Every non-versioned root draws; each package of a family appears expanded once."""
-    for root in (p for p in example_plan.packages if p.kind is Kind.NON_VERSIONED):
+    roots = [p for p in example_plan.packages if p.kind is Kind.NON_VERSIONED]
+    assert len(roots) == len(example_plan.specs)
+    for root in roots:
         drawn = views.tree(example_plan, root.key)
         for member in example_plan.family(root.base):
             assert f"{member.name(DEB)} ({member.kind.label})" in drawn

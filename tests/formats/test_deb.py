@@ -29,7 +29,9 @@ def field(deb: Path, name: str) -> str:
 
 
 def test_fields_agree_with_the_plan(example_release):
-    for key, deb in example_release.files("deb").items():
+    files = example_release.files("deb")
+    assert len(files) == len(example_release.plan.packages)
+    for key, deb in files.items():
         package = example_release.plan.by_key[key]
         spec = example_release.plan.specs[package.base]
         assert field(deb, "Package") == package.deb.name
@@ -60,7 +62,9 @@ def _contents(deb: Path) -> dict[str, str]:
 
 
 def test_contents_are_the_routed_entries(example_release):
-    for key, deb in example_release.files("deb").items():
+    files = example_release.files("deb")
+    assert any(example_release.routed.get(key) for key in files)
+    for key, deb in files.items():
         listed = _contents(deb)
         routed = {e.path: e.kind for e in example_release.routed.get(key, ())}
         for path, kind in routed.items():
@@ -72,9 +76,13 @@ def test_contents_are_the_routed_entries(example_release):
 
 
 def test_metapackages_own_no_files(example_release):
-    for key, deb in example_release.files("deb").items():
-        if not example_release.plan.by_key[key].has_files:
-            assert set(_contents(deb)) == {"/"}, deb.name
+    metas = [
+        deb
+        for key, deb in example_release.files("deb").items()
+        if not example_release.plan.by_key[key].has_files
+    ]
+    assert metas
+    assert {deb.name: set(_contents(deb)) for deb in metas} == {deb.name: {"/"} for deb in metas}
 
 
 @pytest.mark.parametrize(

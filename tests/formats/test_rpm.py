@@ -36,7 +36,9 @@ def _as_rpm_prints(text: str) -> str:
 
 
 def test_header_agrees_with_the_plan(example_release):
-    for key, rpm in example_release.files("rpm").items():
+    files = example_release.files("rpm")
+    assert len(files) == len(example_release.plan.packages)
+    for key, rpm in files.items():
         package = example_release.plan.by_key[key]
         spec = example_release.plan.specs[package.base]
         assert query(rpm, QUERY) == [f"{package.rpm.name}|8.2.0|1|{spec.build_arch}"]
@@ -81,9 +83,15 @@ def test_rpm2cpio_reproduces_the_payload(example_release, tmp_path, key):
 
 
 def test_metapackages_contain_no_files(example_release):
-    for key, rpm in example_release.files("rpm").items():
-        if not example_release.plan.by_key[key].has_files:
-            assert query(rpm, "[%{FILENAMES}\\n]") == [], rpm.name
+    metas = [
+        rpm
+        for key, rpm in example_release.files("rpm").items()
+        if not example_release.plan.by_key[key].has_files
+    ]
+    assert metas
+    assert {rpm.name: query(rpm, "[%{FILENAMES}\\n]") for rpm in metas} == {
+        rpm.name: [] for rpm in metas
+    }
 
 
 @pytest.mark.slow

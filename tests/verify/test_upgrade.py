@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gfxpack.formats import DEB, RPM
+from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.repo import publish
 from gfxpack.verify import verify
 from gfxpack.verify.system import bundled
@@ -138,7 +138,9 @@ def test_apt_and_libsolv_install_8_3_beside_8_2(releases, deb_root_with_8_2_0, t
 
 def test_both_releases_together_share_no_file(releases):
     _, repo, _ = releases
-    for report in verify(repo, [GFX942["8.2"], GFX942["8.3"]]):
+    reports = verify(repo, [GFX942["8.2"], GFX942["8.3"]])
+    assert [report.fmt for report in reports] == list(FORMATS)
+    for report in reports:
         assert report.ok, report.violations
         assert report.checked["file-conflict"] > 0
         names = {s.name for s in report.resolution.steps}
