@@ -30,7 +30,7 @@ from gfxpack.relations import Relation
 if TYPE_CHECKING:
     from gfxpack.config import PackageSpec
     from gfxpack.formats import PackageInfo
-    from gfxpack.scripts import Alternative
+    from gfxpack.formats.scripts import Alternative
     from gfxpack.verify.universe import DepIds, Universe
 
 
@@ -190,7 +190,7 @@ class _Deb(PackageFormat):
     def maintainer_scripts(
         self, alternatives: list[Alternative], prefix: str, rank: int, siblings: list[str]
     ) -> dict[str, str]:
-        from gfxpack import scripts
+        from gfxpack.formats import scripts
 
         return scripts.deb_scripts(alternatives, prefix, rank, siblings)
 
@@ -234,7 +234,7 @@ class _Rpm(PackageFormat):
     def maintainer_scripts(
         self, alternatives: list[Alternative], prefix: str, rank: int, siblings: list[str]
     ) -> dict[str, str]:
-        from gfxpack import scripts
+        from gfxpack.formats import scripts
 
         return scripts.rpm_scripts(alternatives, prefix, rank, siblings)
 
