@@ -19,6 +19,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -82,7 +83,8 @@ class PackageFormat(abc.ABC):
         return self.title
 
     def __reduce__(self) -> str:
-        # Pickled (to a build worker) as a reference to the one instance.
+        # Pickled (to a build worker) as a reference to the one instance: the module
+        # global named like the title (DEB, RPM).
         return self.title
 
     # -- names and relations ---------------------------------------------------------
@@ -131,8 +133,12 @@ class PackageFormat(abc.ABC):
         return self.solv_arches.get(arch, arch)
 
     def shown_arch(self, solv_arch: str) -> str:
-        back = {solv: own for own, solv in self.solv_arches.items()}
-        return back.get(solv_arch, solv_arch)
+        """A libsolv architecture name as this format writes it."""
+        return self._own_arches.get(solv_arch, solv_arch)
+
+    @cached_property
+    def _own_arches(self) -> dict[str, str]:
+        return {solv: own for own, solv in self.solv_arches.items()}
 
     # -- files ---------------------------------------------------------------------------
 
