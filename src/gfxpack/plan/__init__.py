@@ -13,7 +13,6 @@ from gfxpack.plan.model import (
     ReleasePlan,
     Req,
     Severity,
-    render,
 )
 from gfxpack.plan.planner import PlanOptions, plan
 
@@ -32,5 +31,4 @@ __all__ = [
     "Req",
     "Severity",
     "plan",
-    "render",
 ]

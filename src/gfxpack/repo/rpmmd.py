@@ -22,6 +22,7 @@ from typing import Any
 
 import createrepo_c as cr
 
+from gfxpack.formats.package_format import RPM
 from gfxpack.repo.inputs import InputFile, RepoError, digest
 from gfxpack.repo.rpmfile import InvalidRpm, read_rpm
 from gfxpack.repo.signing import sign
@@ -50,7 +51,7 @@ class RpmUpdate:
 
     @property
     def pool(self) -> Path:
-        return self.root / "Packages"
+        return RPM.pool(self.root)
 
     def add_files(self, tx: Transaction) -> None:
         """Link the new files into the pool."""
@@ -71,7 +72,7 @@ class RpmUpdate:
 
     def summary(self) -> dict[str, Any]:
         return {
-            "format": "rpm",
+            "format": RPM.name,
             "added": [f.name for f in self.added],
             "packages": len(self.record),
             "signed": self.signed,
@@ -94,7 +95,7 @@ def prepare(
 ) -> RpmUpdate:
     """Read and check every package, published and new, and make (and sign) the new
     repodata in ``root/.repodata-XXXX``; nothing else is written."""
-    pool = root / "Packages"
+    pool = RPM.pool(root)
     record = read_record(pool)
     if record is None:  # a pool an older gfxpack wrote: recorded as it is
         files = sorted(pool.glob("*.rpm")) if pool.is_dir() else []
