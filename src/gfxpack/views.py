@@ -29,10 +29,11 @@ from gfxpack.plan.model import (
     ReleasePlan,
     Req,
     Severity,
+    Variant,
 )
 from gfxpack.relations import InvalidRelation, Relation
 
-StrEnumT = TypeVar("StrEnumT", Kind, Mode, PinPolicy, Severity)
+StrEnumT = TypeVar("StrEnumT", Kind, Mode, PinPolicy, Severity, Variant)
 
 # --- tree --------------------------------------------------------------------
 
@@ -335,7 +336,7 @@ def _from_json(data: _Json) -> ReleasePlan:
         targets=targets,
         arches=data.get("arches", list(targets)).texts(),
         prefix=data.get("prefix", "").text(),
-        variant=data.get("variant", "").text(),
+        variant=data.get("variant", "").choice(Variant),
         pin_policy=data.get("pin_policy", "family").choice(PinPolicy),
         packages=packages,
         notes=tuple(

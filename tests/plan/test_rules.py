@@ -11,11 +11,13 @@ from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.plan import (
     ArtifactIndex,
     Kind,
+    MissingDependencies,
     Mode,
     PinPolicy,
     PlanError,
     PlanOptions,
     Severity,
+    Variant,
     plan,
 )
 
@@ -269,7 +271,12 @@ def test_undefined_and_disabled_dependencies_are_errors_naming_both():
 
 def test_missing_dependencies_can_be_downgraded_to_warnings():
     entries = [pkg("amdrocm-a", ["libc6", "amdrocm-missing"])]
-    p = plan(specs(*entries), TARGETS, "8.2.0", options=PlanOptions(missing_dependencies="warn"))
+    p = plan(
+        specs(*entries),
+        TARGETS,
+        "8.2.0",
+        options=PlanOptions(missing_dependencies=MissingDependencies.WARN),
+    )
     assert depends(p, "amdrocm-a8.2") == ["libc6"]
     assert [n.severity for n in p.notes] == [Severity.WARNING]
     assert "amdrocm-missing" in p.notes[0].message and "omitted" in p.notes[0].message
@@ -340,7 +347,7 @@ def test_default_and_custom_prefix():
 
 
 def test_asan_variant_names_and_prefix():
-    p = plan(specs(*BLAS), TARGETS, "7.15.0", options=PlanOptions(variant="asan"))
+    p = plan(specs(*BLAS), TARGETS, "7.15.0", options=PlanOptions(variant=Variant.ASAN))
     assert p.prefix == "/opt/rocm/core-asan-7.15"
     assert "amdrocm-app-host-asan7.15" in names(p)
     assert "amdrocm-app-asan7.15-gfx942" in names(p)

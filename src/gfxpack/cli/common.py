@@ -15,7 +15,15 @@ import click
 
 from gfxpack.errors import GfxpackError, StrictFailure
 from gfxpack.formats import FORMATS, PackageFormat, format_named
-from gfxpack.plan import Mode, PinPolicy, PlanOptions, ReleasePlan, Severity
+from gfxpack.plan import (
+    MissingDependencies,
+    Mode,
+    PinPolicy,
+    PlanOptions,
+    ReleasePlan,
+    Severity,
+    Variant,
+)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -120,7 +128,7 @@ def release_options(command: Callable[P, R]) -> Callable[P, R]:
         click.option(
             "--build-variant",
             default="",
-            type=click.Choice(["", "asan"]),
+            type=click.Choice([v.value for v in Variant]),
             help="asan: -asan names and the core-asan-X.Y prefix.",
         ),
         click.option(
@@ -148,9 +156,11 @@ def plan_options(
     return PlanOptions(
         mode=Mode(mode),
         pin_policy=PinPolicy(pin_policy),
-        variant=build_variant,
+        variant=Variant(build_variant),
         install_prefix=install_prefix,
-        missing_dependencies="warn" if allow_missing_deps else "error",
+        missing_dependencies=(
+            MissingDependencies.WARN if allow_missing_deps else MissingDependencies.ERROR
+        ),
     )
 
 

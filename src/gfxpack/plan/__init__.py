@@ -4,6 +4,7 @@ from gfxpack.plan.artifact_index import ArtifactIndex
 from gfxpack.plan.model import (
     Cause,
     Kind,
+    MissingDependencies,
     Mode,
     Note,
     PinPolicy,
@@ -13,6 +14,7 @@ from gfxpack.plan.model import (
     ReleasePlan,
     Req,
     Severity,
+    Variant,
 )
 from gfxpack.plan.planner import PlanOptions, plan
 
@@ -20,6 +22,7 @@ __all__ = [
     "ArtifactIndex",
     "Cause",
     "Kind",
+    "MissingDependencies",
     "Mode",
     "Note",
     "PinPolicy",
@@ -30,5 +33,6 @@ __all__ = [
     "ReleasePlan",
     "Req",
     "Severity",
+    "Variant",
     "plan",
 ]

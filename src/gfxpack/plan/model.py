@@ -84,6 +84,20 @@ class Mode(StrEnum):
     SINGLE_ARCH = "single-arch"
 
 
+class Variant(StrEnum):
+    """A build variant; its packages' names and prefix say which."""
+
+    STANDARD = ""
+    ASAN = "asan"  # -asan names and the core-asan-X.Y prefix
+
+
+class MissingDependencies(StrEnum):
+    """What becomes of an amdrocm dependency no buildable package satisfies."""
+
+    ERROR = "error"  # the plan fails
+    WARN = "warn"  # the dependency is omitted, with a warning
+
+
 class Severity(StrEnum):
     WARNING = "warning"
     INFO = "info"
@@ -176,7 +190,7 @@ class ReleasePlan:
     targets: tuple[str, ...]
     arches: tuple[str, ...]
     prefix: str
-    variant: str
+    variant: Variant
     pin_policy: PinPolicy
     packages: tuple[PlannedPackage, ...]
     specs: Mapping[str, PackageSpec] = field(default_factory=dict)

@@ -21,6 +21,7 @@ from gfxpack.plan.model import (
     Cause,
     Dep,
     Kind,
+    MissingDependencies,
     Mode,
     Note,
     PackageRelations,
@@ -31,6 +32,7 @@ from gfxpack.plan.model import (
     ReleasePlan,
     Req,
     Severity,
+    Variant,
 )
 from gfxpack.plan.naming import (
     InvalidName,
@@ -44,8 +46,6 @@ from gfxpack.plan.rules import Ref, RuleName, Shape
 from gfxpack.plan.targets import check_target
 from gfxpack.relations import Relation
 
-VARIANTS = ("", "asan")
-
 
 @dataclass(frozen=True, slots=True)
 class PlanOptions:
@@ -53,10 +53,9 @@ class PlanOptions:
 
     mode: Mode = Mode.KPACK
     pin_policy: PinPolicy = PinPolicy.FAMILY
-    variant: str = ""  # "" or "asan"
+    variant: Variant = Variant.STANDARD
     install_prefix: str | None = None  # None: /opt/rocm/core-X.Y
-    # Decision 3: "error", or "warn" to omit unresolvable amdrocm dependencies.
-    missing_dependencies: str = "error"
+    missing_dependencies: MissingDependencies = MissingDependencies.ERROR
 
 
 def plan(
@@ -95,13 +94,14 @@ class _Planner:
         self.specs = specs
         self.targets, self.arches = self._targets(targets)
         try:
-            self.naming = Naming(version_xy(rocm_version), asan=options.variant == "asan")
+            self.naming = Naming(version_xy(rocm_version), asan=options.variant == Variant.ASAN)
             check_release(release)
         except InvalidName as e:
             self.causes.append(Cause(str(e)))
-        if options.variant not in VARIANTS:
+        # The options are enums; a caller's plain string is checked all the same.
+        if options.variant not in set(Variant):
             self.causes.append(Cause(f"build variant {options.variant!r}: expected '' or 'asan'"))
-        if options.missing_dependencies not in ("error", "warn"):
+        if options.missing_dependencies not in set(MissingDependencies):
             self.causes.append(
                 Cause(
                     f"missing_dependencies {options.missing_dependencies!r}: "
@@ -284,7 +284,7 @@ class _Planner:
             self.gfxarch[spec.name], self.device_arches[spec.name] = self._classify(spec)
 
         declared = checks.declared_dependencies(self.all_specs, self.buildable)
-        if self.options.missing_dependencies == "error":
+        if self.options.missing_dependencies == MissingDependencies.ERROR:
             self.causes.extend(declared)
         else:
             for cause in declared:
