@@ -205,6 +205,11 @@ class PackageFormat(abc.ABC):
         """Where the repository at ``root`` keeps its package files."""
 
     @abc.abstractmethod
+    def recover_repository(self, root: Path, note: Callable[[str], None]) -> None:
+        """Undo what an interrupted run left in the repository at ``root`` beyond partial
+        files (which every repository leaves alike); ``note`` tells what it restored."""
+
+    @abc.abstractmethod
     def source_line(self, root: Path, suite: str, signed: bool) -> str:
         """How a user points their package manager at the repository at ``root``."""
 
@@ -260,6 +265,11 @@ class _Deb(PackageFormat):
 
         return root / "pool" / apt.COMPONENT
 
+    def recover_repository(self, root: Path, note: Callable[[str], None]) -> None:
+        from gfxpack.repo import apt
+
+        apt.recover(root)
+
     def source_line(self, root: Path, suite: str, signed: bool) -> str:
         trust = "signed-by=<your keyring>" if signed else "trusted=yes"
         return f"apt:  deb [{trust}] file:{root} {suite} main"
@@ -313,6 +323,11 @@ class _Rpm(PackageFormat):
 
     def pool(self, root: Path) -> Path:
         return root / "Packages"
+
+    def recover_repository(self, root: Path, note: Callable[[str], None]) -> None:
+        from gfxpack.repo import rpmmd
+
+        rpmmd.recover(root, note)
 
     def source_line(self, root: Path, suite: str, signed: bool) -> str:
         return f"dnf:  baseurl=file://{root}"

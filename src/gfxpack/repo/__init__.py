@@ -65,7 +65,10 @@ def publish(
         for message in input_warnings:
             warn(message)
         with Transaction(out, warn, wait) as tx:
-            recover(out, [fmt.pool(out / fmt.repo_dir) for fmt in FORMATS], warn)
+            roots = [out / fmt.repo_dir for fmt in FORMATS]
+            for fmt, root in zip(FORMATS, roots, strict=True):
+                fmt.recover_repository(root, warn)
+            recover(roots, [fmt.pool(root) for fmt, root in zip(FORMATS, roots, strict=True)], warn)
             updates: list[RepositoryUpdate] = []
             try:
                 for fmt in FORMATS:

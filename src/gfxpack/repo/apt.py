@@ -34,6 +34,8 @@ from gfxpack.repo.signing import sign
 from gfxpack.repo.transaction import Transaction, check_published, read_record, stamp
 
 COMPONENT = "main"
+# Where gfxpack kept the stanzas of pool files before pools had records.
+_LEGACY_CACHE = ".gfxpack-apt-cache.json"
 # The fields the repository writes into each stanza, after the control file's.
 POOL_FIELDS = ("Filename", "Size", "MD5sum", "SHA256")
 # dists/<suite> is one directory: a plain name.
@@ -100,6 +102,11 @@ class AptUpdate:
             "suite": self.suite,
             "signed": bool(self.signatures),
         }
+
+
+def recover(root: Path) -> None:
+    """What an older gfxpack left in the repository at ``root`` that is no longer used."""
+    (root / _LEGACY_CACHE).unlink(missing_ok=True)
 
 
 def _md5(path: Path) -> str:

@@ -14,8 +14,10 @@ half-written repository.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,21 @@ class RpmUpdate:
             "packages": len(self.record),
             "signed": self.signed,
         }
+
+
+def recover(root: Path, note: Callable[[str], None]) -> None:
+    """Undo what an interrupted run left in the repository at ``root``: repodata it moved
+    aside is put back (or, when new repodata made it in, removed) and the repodata it
+    was making is removed."""
+    retired = root / ".repodata-old"
+    if retired.is_dir():
+        if (root / "repodata").is_dir():
+            shutil.rmtree(retired)
+        else:
+            os.replace(retired, root / "repodata")
+            note(f"{root / 'repodata'}: put back from an interrupted run")
+    for staging in root.glob(".repodata-*") if root.is_dir() else ():
+        shutil.rmtree(staging)
 
 
 def _package(path: Path, name: str) -> cr.Package:

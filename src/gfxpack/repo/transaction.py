@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gfxpack._io import atomic_path
-from gfxpack.formats.package_format import DEB, FORMATS, RPM
+from gfxpack.formats.package_format import FORMATS
 from gfxpack.repo.inputs import RepoError, digest
 
 LOCK = ".gfxpack-repo.lock"
@@ -35,7 +35,6 @@ RECORD = ".gfxpack-pool.json"
 FILE_MODE = 0o644
 DIR_MODE = 0o755
 # What older gfxpack versions kept beside the apt pool; the record replaces it.
-_LEGACY_CACHE = ".gfxpack-apt-cache.json"
 
 
 def stamp(path: Path) -> str:
@@ -191,30 +190,22 @@ def check_published(pool: Path, name: str, entry: dict[str, Any]) -> dict[str, A
 # --- leftovers of an interrupted run ---------------------------------------------------
 
 
-def recover(out: Path, pools: list[Path], note: Callable[[str], None]) -> None:
-    """Undo what an interrupted run left in ``out`` (see the module); ``note`` tells."""
-    rpm = out / RPM.repo_dir
-    retired = rpm / ".repodata-old"
-    if retired.is_dir():
-        if (rpm / "repodata").is_dir():
-            shutil.rmtree(retired)
-        else:
-            os.replace(retired, rpm / "repodata")
-            note(f"{rpm / 'repodata'}: put back from an interrupted run")
-    for staging in rpm.glob(".repodata-*") if rpm.is_dir() else ():
-        shutil.rmtree(staging)
-    for directory in (out / fmt.repo_dir for fmt in FORMATS):
+def recover(roots: list[Path], pools: list[Path], note: Callable[[str], None]) -> None:
+    """Remove the partial files an interrupted run left under ``roots`` (each format's
+    own leftovers are its repository's to recover) and the files it added to ``pools``
+    but never recorded; ``note`` tells."""
+    for directory in roots:
         for root, _, files in os.walk(directory) if directory.is_dir() else ():
             for name in files:
                 if name.startswith(".") and name.endswith(".partial"):
                     os.unlink(os.path.join(root, name))
-    (out / DEB.repo_dir / _LEGACY_CACHE).unlink(missing_ok=True)
+    extensions = {fmt.extension for fmt in FORMATS}
     for pool in pools:
         record = read_record(pool)
         if record is None or not pool.is_dir():
             continue
         for path in sorted(pool.iterdir()):
-            if path.suffix in {fmt.extension for fmt in FORMATS} and path.name not in record:
+            if path.suffix in extensions and path.name not in record:
                 path.unlink()
                 note(f"{path}: removed, an interrupted run added it but never published it")
 
