@@ -78,6 +78,9 @@ def large_workload(work: Path, megabytes: int) -> tuple[Path, Path]:
     stage = artifacts / "big_lib_generic" / "math-libs/Big/stage"
     (stage / "lib").mkdir(parents=True)
     (artifacts / "big_lib_generic" / "artifact_manifest.txt").write_text("math-libs/Big/stage\n")
+    # The build's target must be one the tree has per-arch artifacts for.
+    (artifacts / "marker_lib_gfx942").mkdir()
+    (artifacts / "marker_lib_gfx942" / "artifact_manifest.txt").write_text("")
     written, index = 0, 0
     while written < megabytes << 20:
         data = payload.elf(4 << 20)
