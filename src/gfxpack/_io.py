@@ -16,6 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, BinaryIO, Protocol, cast
 
+# The modes of everything gfxpack writes for others to read, whatever the umask.
+FILE_MODE = 0o644
+DIRECTORY_MODE = 0o755
+
 
 class Writable(Protocol):
     """Where bytes go: a file, or a writer in front of one (HashingWriter)."""

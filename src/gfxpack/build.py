@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gfxpack import epoch, outdir
-from gfxpack._io import HashingWriter
+from gfxpack._io import FILE_MODE, HashingWriter
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import FORMATS, PackageFormat, PackageInfo
 from gfxpack.formats.compress import Compression
@@ -121,7 +121,7 @@ def write_package(info: PackageInfo, fmt: PackageFormat, scratch: str, out: str)
     name = fmt.filename(info)
     partial = os.path.join(scratch, name)
     with open(partial, "wb") as file:
-        os.fchmod(file.fileno(), outdir.FILE_MODE)  # not the umask's
+        os.fchmod(file.fileno(), FILE_MODE)  # not the umask's
         hashing = HashingWriter(file, "sha256")
         fmt.write(info, hashing)
     os.replace(partial, os.path.join(out, name))

@@ -19,12 +19,11 @@ from typing import Any
 from gfxpack import views
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import DEB, PackageFormat
+from gfxpack.outdir import INDEX
 from gfxpack.plan import ReleasePlan
 from gfxpack.relations import InvalidRelation
 from gfxpack.repo.debfile import InvalidDeb, read_deb
 from gfxpack.verify.rules import arch_of
-
-INDEX = "index.json"
 
 
 class InventoryError(GfxpackError):

@@ -24,10 +24,10 @@ from markupsafe import Markup
 from gfxpack import graphviz, views
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import FORMATS, PackageFormat
+from gfxpack.outdir import INDEX
 from gfxpack.plan import Kind, ReleasePlan
 from gfxpack.units import human
 
-INDEX = "index.json"
 BIGGEST = 12  # packages listed as the biggest
 # The install every arch meta is compared against: its base's generic meta.
 _CORE = "amdrocm-core"
@@ -88,7 +88,7 @@ class Install:
 
 
 @dataclass
-class Report:
+class ReleaseReport:
     build: str
     fmt: PackageFormat  # the format whose files the sizes are of
     resolver: str  # how install sets were found
@@ -124,7 +124,7 @@ class Report:
 Resolver = Callable[[str], set[str]]
 
 
-def make(build: Path, fmt: PackageFormat | None = None, repo: Path | None = None) -> Report:
+def make(build: Path, fmt: PackageFormat | None = None, repo: Path | None = None) -> ReleaseReport:
     """The report of the build in ``build``; sizes of ``fmt`` (default: the first format
     built, in FORMATS order: deb if built)."""
     index = _read_index(build)
@@ -170,7 +170,7 @@ def make(build: Path, fmt: PackageFormat | None = None, repo: Path | None = None
         }
         for f in built_formats
     }
-    return Report(
+    return ReleaseReport(
         build=str(build),
         fmt=fmt,
         resolver=how,
@@ -324,7 +324,7 @@ def _inline_svg(svg: bytes, prefix: str) -> Markup:
     return Markup(text)  # safe: dot escapes the labels it draws
 
 
-def html(report: Report) -> str:
+def html(report: ReleaseReport) -> str:
     environment = jinja2.Environment(
         loader=jinja2.PackageLoader("gfxpack", "templates"),
         autoescape=True,

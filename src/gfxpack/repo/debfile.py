@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 import zstandard
 
 from gfxpack.errors import GfxpackError
+from gfxpack.formats.deb import AR_MAGIC  # what the writer writes
 from gfxpack.formats.package_format import DEB
 from gfxpack.relations import InvalidRelation
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
 
-AR_MAGIC = b"!<arch>\n"
 AR_HEADER = 60
 # A real control.tar is a few KiB; these bound what a hostile one can make us hold.
 CONTROL_TAR_LIMIT = 16 << 20

@@ -21,8 +21,8 @@ from pathlib import Path
 from gfxpack._io import file_digests
 from gfxpack.errors import GfxpackError
 from gfxpack.formats.package_format import FORMATS, PackageFormat, format_of_file
+from gfxpack.outdir import INDEX
 
-INDEX = "index.json"
 # A package file name: one path component, no whitespace or control characters.
 FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~^%:-]*\.(deb|rpm)\Z")
 # What an interrupted or failed gfxpack build leaves behind.

@@ -24,13 +24,12 @@ from typing import Any
 
 import createrepo_c as cr
 
+from gfxpack._io import DIRECTORY_MODE, FILE_MODE
 from gfxpack.formats.package_format import RPM
 from gfxpack.repo.inputs import InputFile, RepoError, digest
 from gfxpack.repo.rpmfile import InvalidRpm, read_rpm
 from gfxpack.repo.signing import sign
 from gfxpack.repo.transaction import (
-    DIR_MODE,
-    FILE_MODE,
     Transaction,
     check_published,
     make_dirs,
@@ -153,7 +152,7 @@ def prepare(
             signed = True
         for path in staging.iterdir():
             path.chmod(FILE_MODE)
-        staging.chmod(DIR_MODE)
+        staging.chmod(DIRECTORY_MODE)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -26,14 +26,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gfxpack._io import atomic_path
+from gfxpack._io import DIRECTORY_MODE, FILE_MODE, atomic_path
 from gfxpack.formats.package_format import FORMATS
 from gfxpack.repo.inputs import RepoError, digest
 
 LOCK = ".gfxpack-repo.lock"
 RECORD = ".gfxpack-pool.json"
-FILE_MODE = 0o644
-DIR_MODE = 0o755
 # What older gfxpack versions kept beside the apt pool; the record replaces it.
 
 
@@ -57,7 +55,7 @@ def make_dirs(path: Path) -> None:
             if not directory.is_dir():
                 raise
             continue
-        directory.chmod(DIR_MODE)
+        directory.chmod(DIRECTORY_MODE)
 
 
 class Transaction:
