@@ -65,6 +65,7 @@ demo: $(STAMP) system-tools
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/ruff format --check src tests bench examples
+	$(VENV)/bin/mypy
 
 test: $(STAMP) system-tools lint
 	$(VENV)/bin/pytest

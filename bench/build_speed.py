@@ -31,11 +31,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from gfxpack.artifacts import route, scan
+from gfxpack.artifacts import scan
 from gfxpack.build import DEFAULT_EPOCH, BuildOptions, package_info
-from gfxpack.config import load_config
+from gfxpack.formats import FORMATS
 from gfxpack.formats.deb import control_text
-from gfxpack.plan import plan
+from gfxpack.release import ReleaseOptions, prepare
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_CONFIG = ROOT / "examples" / "package.json"
@@ -78,6 +78,9 @@ def large_workload(work: Path, megabytes: int) -> tuple[Path, Path]:
     stage = artifacts / "big_lib_generic" / "math-libs/Big/stage"
     (stage / "lib").mkdir(parents=True)
     (artifacts / "big_lib_generic" / "artifact_manifest.txt").write_text("math-libs/Big/stage\n")
+    # The build's target must be one the tree has per-arch artifacts for.
+    (artifacts / "marker_lib_gfx942").mkdir()
+    (artifacts / "marker_lib_gfx942" / "artifact_manifest.txt").write_text("")
     written, index = 0, 0
     while written < megabytes << 20:
         data = payload.elf(4 << 20)
@@ -114,20 +117,15 @@ def large_workload(work: Path, megabytes: int) -> tuple[Path, Path]:
 
 def stage(config: Path, artifacts: Path, work: Path, level: int) -> list[dict]:
     """Per package and format: a tree of hard links to the payload, and the metadata."""
-    tree = scan(artifacts)
-    release = plan(
-        load_config(config).packages,
-        tree.index.targets() or ["gfx942"],
-        "8.2.0",
-        artifacts=tree.index,
-    )
     options = BuildOptions(epoch=DEFAULT_EPOCH)
-    routed = route(release, tree, options.epoch)
+    targets = tuple(scan(artifacts).index.targets()) or ("gfx942",)
+    prepared = prepare(config, artifacts, ReleaseOptions("8.2.0", targets=targets, build=options))
+    release, routed = prepared.plan, prepared.routed
     jobs = []
     for package in release.packages:
-        for fmt in ("deb", "rpm"):
+        for fmt in FORMATS:
             info = package_info(release, package, fmt, routed.get(package.key, ()), options)
-            root = work / "stage" / fmt / info.name
+            root = work / "stage" / fmt.name / info.name
             for entry in info.entries:
                 target = root / entry.path.lstrip("/")
                 if entry.kind == "dir":
@@ -139,7 +137,7 @@ def stage(config: Path, artifacts: Path, work: Path, level: int) -> list[dict]:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     os.link(entry.source, target)
             root.mkdir(parents=True, exist_ok=True)
-            jobs.append({"fmt": fmt, "info": info, "root": root, "level": level})
+            jobs.append({"fmt": fmt.name, "info": info, "root": root, "level": level})
     return jobs
 
 

@@ -22,7 +22,7 @@ from gfxpack.plan import Kind, plan
 from gfxpack.relations import parse_deb, parse_rpm
 
 TARGETS = [
-    "gfx900", "gfx902", "gfx906", "gfx908", "gfx909", "gfx90a", "gfx90c", "gfx940", "gfx941",
+    "gfx900", "gfx902", "gfx906", "gfx908", "gfx909", "gfx90a", "gfx90c", "gfx904", "gfx1013",
     "gfx942", "gfx950", "gfx1010", "gfx1011", "gfx1012", "gfx1030", "gfx1031", "gfx1032",
     "gfx1033", "gfx1034", "gfx1035", "gfx1036", "gfx1100", "gfx1101", "gfx1102", "gfx1103",
     "gfx1150", "gfx1151", "gfx1152", "gfx1153", "gfx1200", "gfx1201", "gfx1250",

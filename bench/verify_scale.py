@@ -25,8 +25,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from gfxpack.formats import PackageInfo, writer
-from gfxpack.plan import plan, render
+from gfxpack.formats import DEB, FORMATS, RPM, PackageInfo
+from gfxpack.plan import plan
 from gfxpack.repo import publish
 from gfxpack.verify import verify
 from gfxpack.verify.resolution import resolve
@@ -90,23 +90,22 @@ def synthetic_repo(work: Path, bases: int, targets: int) -> tuple[Path, str]:
     build = work / "packages"
     build.mkdir(parents=True)
     for package in release.packages:
-        for fmt in ("deb", "rpm"):
+        for fmt in FORMATS:
             relations = package.relations(fmt)
             fields = {
-                name: tuple(render(dep, fmt) for dep in getattr(relations, name))
+                name: tuple(fmt.render(dep) for dep in getattr(relations, name))
                 for name in ("depends", "provides", "conflicts")
             }
             info = PackageInfo(
                 name=relations.name,
                 version="8.2.0",
                 release="1",
-                arch="amd64" if fmt == "deb" else "x86_64",
+                arch=fmt.arch(release.specs[package.base]),
                 summary=f"synthetic {package.base}",
                 **fields,
             )
-            module = writer(fmt)
-            with open(build / module.filename(info), "wb") as file:
-                module.write(info, file)
+            with open(build / fmt.filename(info), "wb") as file:
+                fmt.write(info, file)
     publish(build, work / "repo", "stable", EPOCH)
     # The gfx942 package that pulls in the most: the hardest single request.
     target = max(
@@ -117,7 +116,7 @@ def synthetic_repo(work: Path, bases: int, targets: int) -> tuple[Path, str]:
 
 
 def check_all(repo: Path, target: str) -> None:
-    (report,) = verify(repo, [target], "deb")
+    (report,) = verify(repo, [target], DEB)
     assert report.ok, report.violations[:3]
 
 
@@ -125,26 +124,26 @@ def compare(label: str, repo: Path, target: str, repeat: int, work: Path) -> dic
     apt = Apt(
         work / "apt",
         f"deb [trusted=yes] file:{(repo / 'apt').resolve()} stable main\n",
-        bundled("deb"),
+        bundled(DEB),
     )
     apt.run("update")
     planned = apt.simulate(target)  # also builds apt's binary cache
-    system = read_system(None, "deb")
+    system = read_system(None, DEB)
 
     def gfxpack_resolve():
-        resolution = resolve(load(repo, "deb", system), [target])
+        resolution = resolve(load(repo, DEB, system), [target])
         assert resolution.ok, resolution.problems
         return resolution
 
     resolution = gfxpack_resolve()
     assert {s.name for s in resolution.steps} == set(planned), "apt and libsolv disagree"
-    packages = len(load(repo, "deb", system).packages())
+    packages = len(load(repo, DEB, system).packages())
     timings = {
         "apt": best_of(repeat, lambda: apt.simulate(target)),
         "resolve": best_of(repeat, gfxpack_resolve),
         "verify": best_of(max(1, repeat // 2), lambda: check_all(repo, target)),
         "rpm_resolve": best_of(
-            repeat, lambda: resolve(load(repo, "rpm", read_system(None, "rpm")), [target])
+            repeat, lambda: resolve(load(repo, RPM, read_system(None, RPM)), [target])
         ),
     }
     return {"label": label, "packages": packages, "installs": len(planned), **timings}

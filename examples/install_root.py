@@ -30,6 +30,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from gfxpack.formats import DEB, RPM
 from gfxpack.verify.resolution import resolve
 from gfxpack.verify.system import bundled, read_system
 from gfxpack.verify.universe import load
@@ -83,7 +84,7 @@ def serve(directory: Path) -> Iterator[str]:
 def system_status() -> str:
     """The bundled Debian system list as dpkg status stanzas (dpkg wants a maintainer and
     a description on every installed package)."""
-    stanzas = [s for s in bundled("deb").split("\n\n") if s.strip()]
+    stanzas = [s for s in bundled(DEB).split("\n\n") if s.strip()]
     return "".join(
         f"{stanza.strip()}\nMaintainer: assumed installed <system@localhost>\n"
         "Description: a system package gfxpack verify assumes installed\n\n"
@@ -129,9 +130,7 @@ def apt_install(repo: Path, root: Path, packages: list[str]) -> list[str]:
         run(["apt-get", *options, "-q", "-y", "install", *packages])
     listing = run(["dpkg-query", f"--root={root}", "-W", "-f=${Package} ${db:Status-Abbrev}\\n"])
     system = {
-        line.split(": ", 1)[1]
-        for line in bundled("deb").splitlines()
-        if line.startswith("Package: ")
+        line.split(": ", 1)[1] for line in bundled(DEB).splitlines() if line.startswith("Package: ")
     }
     return sorted(
         name
@@ -142,7 +141,7 @@ def apt_install(repo: Path, root: Path, packages: list[str]) -> list[str]:
 
 def rpm_install(repo: Path, root: Path, packages: list[str]) -> list[str]:
     """Resolve ``packages`` with libsolv and install the files with rpm into ``root``."""
-    universe = load(repo, "rpm", read_system(None, "rpm"))
+    universe = load(repo, RPM, read_system(None, RPM))
     resolution = resolve(universe, packages)
     if not resolution.ok:
         raise InstallFailed("; ".join(resolution.problems))

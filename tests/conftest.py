@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from gfxpack.artifacts import route, scan
-from gfxpack.build import BuildOptions, build
+from gfxpack.build import BuildOptions
 from gfxpack.config import load_config
+from gfxpack.formats import PackageFormat
 from gfxpack.plan import plan
+from gfxpack.release import ReleaseOptions, build_release
 
 ROOT = Path(__file__).resolve().parent.parent
 # The fixtures shared by every worktree (../shared). GFXPACK_SHARED points elsewhere, e.g.
@@ -76,22 +77,17 @@ class BuiltRelease:
     out: Path
     built: list
 
-    def files(self, fmt: str) -> dict[str, Path]:
-        """Package key -> its file in ``fmt``."""
-        return {b.package: self.out / b.file for b in self.built if b.format == fmt}
+    def files(self, fmt: PackageFormat | str) -> dict[str, Path]:
+        """Package key -> its file in ``fmt`` (a format or its name)."""
+        return {b.package: self.out / b.file for b in self.built if b.format == str(fmt)}
 
 
 def build_example(
     artifacts: Path, out: Path, jobs: int = 2, version: str = "8.2.0", **build_options
 ) -> BuiltRelease:
-    tree = scan(artifacts)
-    release_plan = plan(
-        load_config(EXAMPLE_CONFIG).packages, tree.index.targets(), version, artifacts=tree.index
-    )
-    options = BuildOptions(jobs=jobs, **build_options)
-    routed = route(release_plan, tree, options.epoch)
-    built = build(release_plan, routed, out, options)
-    return BuiltRelease(release_plan, tree, routed, out, built)
+    options = ReleaseOptions(version, build=BuildOptions(jobs=jobs, **build_options))
+    release, built = build_release(EXAMPLE_CONFIG, artifacts, out, options)
+    return BuiltRelease(release.plan, release.tree, release.routed, out, built)
 
 
 @pytest.fixture(scope="session")

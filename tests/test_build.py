@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from gfxpack.build import BuildError, BuildOptions, build
 from gfxpack.cli import cli
+from gfxpack.formats import FORMATS
 from gfxpack.formats.compress import Compression
 from tests.conftest import EXAMPLE_CONFIG, build_example, generate_example, run
 
@@ -25,7 +26,7 @@ def test_index_lists_every_file_with_its_digest(example_release):
     files = index["files"]
     assert len(files) == 2 * len(example_release.plan.packages)
     assert {(f["package"], f["format"]) for f in files} == {
-        (p.key, fmt) for p in example_release.plan.packages for fmt in ("deb", "rpm")
+        (p.key, fmt.name) for p in example_release.plan.packages for fmt in FORMATS
     }
     for item in files:
         data = (example_release.out / item["file"]).read_bytes()
@@ -54,6 +55,7 @@ def test_other_compressions_are_read_by_the_tools(example_release, tmp_path, com
     plan = dataclasses.replace(example_release.plan, packages=tuple(small))
     options = BuildOptions(compression=Compression.parse(compression), jobs=1)
     built = build(plan, example_release.routed, tmp_path, options)
+    assert len(built) == 2 * len(keys)
     for item in built:
         path = str(tmp_path / item.file)
         if item.format == "deb":

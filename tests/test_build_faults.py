@@ -22,6 +22,7 @@ from gfxpack.artifacts import route, scan
 from gfxpack.build import BuildOptions, build
 from gfxpack.cli import cli
 from gfxpack.config import load_config
+from gfxpack.formats import DEB
 from gfxpack.formats.compress import Compression
 from gfxpack.plan import plan
 from tests.conftest import EXAMPLE_CONFIG, generate_example
@@ -116,7 +117,7 @@ def test_an_interrupted_rebuild_leaves_no_stale_index(tmp_path):
     assert listing(out) == SMALL_FILES | {".gfxpack-building.json"}
 
     notes: list[str] = []
-    build(release, routed, out, BuildOptions(jobs=1, formats=("deb",)), on_note=notes.append)
+    build(release, routed, out, BuildOptions(jobs=1, formats=(DEB,)), on_note=notes.append)
     debs = {name for name in SMALL_FILES if name.endswith(".deb")}
     assert indexed(out) == debs
     assert listing(out) == debs | {"index.json"}
@@ -346,7 +347,7 @@ def _explode(*_args, **_kwargs):
 
 
 def test_an_unexpected_error_is_one_line_asking_for_a_report(tmp_path, monkeypatch):
-    monkeypatch.setattr("gfxpack.cli.build_cmd.load_config", _explode)
+    monkeypatch.setattr("gfxpack.release.load_config", _explode)
     make_tree(tmp_path / "art")
     result = cli_build(tmp_path, tmp_path / "art")
     assert result.exit_code == 1
@@ -358,7 +359,7 @@ def test_an_unexpected_error_is_one_line_asking_for_a_report(tmp_path, monkeypat
 
 
 def test_debug_shows_the_traceback(tmp_path, monkeypatch):
-    monkeypatch.setattr("gfxpack.cli.build_cmd.load_config", _explode)
+    monkeypatch.setattr("gfxpack.release.load_config", _explode)
     make_tree(tmp_path / "art")
     result = CliRunner().invoke(
         cli,

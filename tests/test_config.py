@@ -265,3 +265,13 @@ def test_missing_file(tmp_path):
     with pytest.raises(InvalidConfig) as caught:
         load_config(tmp_path / "nope.json")
     assert str(caught.value) == f"{tmp_path / 'nope.json'}: /: file not found"
+
+
+def test_strip_and_dwz_switches_are_validated_though_they_always_hold():
+    # gfxpack never strips or runs dwz: the switches need no value, but a bad one is an error.
+    config = config_of(entry(Disable_DWZ="True", Disable_DEB_STRIP="False"))
+    assert config.warnings == ()
+    assert error_of('[{"Package": "amdrocm-x", "Disable_RPM_STRIP": "maybe"}]') == (
+        'pkg.json: /0/Disable_RPM_STRIP: expected a boolean ("True" or "False"), '
+        'got a string ("maybe")'
+    )

@@ -14,6 +14,7 @@ from gfxpack.artifacts import route, scan
 from gfxpack.build import DEFAULT_EPOCH, BuildOptions, build
 from gfxpack.cli import cli
 from gfxpack.config import load_config
+from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.plan import Kind, PlannedPackage, ReleasePlan, plan
 from gfxpack.plan.model import PackageRelations
 from gfxpack.repo import publish
@@ -91,16 +92,16 @@ def diff(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-@pytest.mark.parametrize("fmt", ["deb", "rpm"])
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
 def test_each_change_reported_exactly(example_release, update, fmt):
-    status, output = diff(str(example_release.out), str(update.out), "--format", fmt, "--json")
+    status, output = diff(str(example_release.out), str(update.out), "--format", fmt.name, "--json")
     assert status == 0, output
     found = json.loads(output)
     name = {p.key: p.name(fmt) for p in update.plan.packages}
     assert found["added"] == [ADDED]
     assert found["removed"] == [REMOVED]
     # Every pin moved from 8.2.0-1 to 8.2.1-1: only the one real change is reported.
-    pin = {"deb": "{} ({} 8.2.{}-1)", "rpm": "{} {} 8.2.{}-1"}[fmt]
+    pin = "{} ({} 8.2.{}-1)" if fmt is DEB else "{} {} 8.2.{}-1"
     assert found["dependencies"] == [
         {
             "package": CHANGED,
@@ -117,7 +118,7 @@ def test_each_change_reported_exactly(example_release, update, fmt):
     assert sizes[REMOVED]["download"][1] == 0 and sizes[ADDED]["download"][0] == 0
     old_host, new_host = sizes[name[MOVED_FROM]]["installed"]
     old_devel, new_devel = sizes[name[MOVED_TO]]["installed"]
-    if fmt == "rpm":  # RPM records exact bytes; DEB Installed-Size rounds up to KiB
+    if fmt is RPM:  # RPM records exact bytes; DEB Installed-Size rounds up to KiB
         assert old_host - new_host == new_devel - old_devel == update.moved_size
     else:
         assert new_host < old_host and new_devel > old_devel
@@ -151,8 +152,8 @@ def test_text_and_exit_code(example_release, update):
 def test_a_repository_and_a_plan_against_the_build(example_release, tmp_path):
     repo = tmp_path / "repo"
     publish(example_release.out, repo, "stable", 1_700_000_000)
-    for fmt in ("deb", "rpm"):
-        status, output = diff(str(example_release.out), str(repo), "--format", fmt, "--json")
+    for fmt in FORMATS:
+        status, output = diff(str(example_release.out), str(repo), "--format", fmt.name, "--json")
         assert status == 0 and json.loads(output)["changed"] is False, output
     status, output = diff(
         str(EXAMPLE_CONFIG),

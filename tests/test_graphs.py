@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from gfxpack import graphviz, views
 from gfxpack.cli import cli
+from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.plan import plan
 from tests.conftest import EXAMPLE_CONFIG, EXAMPLE_TARGETS
 
@@ -40,7 +41,7 @@ def edge(edges: list[dict], tail: str, head: str) -> dict:
 
 def test_llvm_family_pins_alternatives_and_recommends(example_plan):
     focus, members = views.family(example_plan, "amdrocm-llvm")
-    nodes, edges = laid_out(views.dot(example_plan, members, "deb", focus))
+    nodes, edges = laid_out(views.dot(example_plan, members, DEB, focus))
     # Pins: the alias pins its versioned package exactly, the versioned package its
     # dependency as a minimum.
     alias = edge(edges, "amdrocm-llvm", "amdrocm-llvm8.2")
@@ -76,7 +77,7 @@ def test_llvm_family_pins_alternatives_and_recommends(example_plan):
 def test_device_pins_own_host_and_same_arch_dependency(example_plan):
     focus, members = views.family(example_plan, "amdrocm-blas8.2-gfx942")
     assert focus == "amdrocm-blas8.2-gfx942"
-    nodes, edges = laid_out(views.dot(example_plan, members, "rpm", focus))
+    nodes, edges = laid_out(views.dot(example_plan, members, RPM, focus))
     assert edge(edges, "amdrocm-blas8.2-gfx942", "amdrocm-blas-host8.2")["label"] == "="
     solver = edge(edges, "amdrocm-blas8.2-gfx942", "amdrocm-solver8.2-gfx942")
     assert solver["label"] == "≥"
@@ -86,7 +87,7 @@ def test_device_pins_own_host_and_same_arch_dependency(example_plan):
     assert "legend:choice" not in nodes  # no alternatives, nothing to explain
 
 
-@pytest.mark.parametrize("fmt", ["deb", "rpm"])
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
 def test_whole_release_draws_every_relation_once(example_plan, fmt):
     nodes, edges = laid_out(views.dot(example_plan, fmt=fmt))
     assert {p.key for p in example_plan.packages} <= set(nodes)
@@ -174,7 +175,7 @@ def test_all_is_only_for_pictures():
 
 def test_core_leaves_boxed_by_arch(example_plan):
     focus, members = views.family(example_plan, "amdrocm-core")
-    graph = json.loads(graphviz.render(views.dot(example_plan, members, "deb", focus), "json"))
+    graph = json.loads(graphviz.render(views.dot(example_plan, members, DEB, focus), "json"))
     objects = graph["objects"]
     boxes = {
         o["name"]: {objects[i]["name"] for i in o.get("nodes", [])}

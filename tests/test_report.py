@@ -16,6 +16,8 @@ from click.testing import CliRunner
 
 from gfxpack import views
 from gfxpack.cli import cli
+from gfxpack.formats import DEB, FORMATS, PackageFormat
+from gfxpack.plan import Kind
 from gfxpack.repo import publish
 from gfxpack.units import human
 from tests import chromium
@@ -49,16 +51,16 @@ def page(example_release, published, tmp_path_factory) -> Path:
     return path
 
 
-def expected_sizes(build: Path, root: str, fmt: str = "deb") -> dict[str, int]:
+def expected_sizes(build: Path, root: str, fmt: PackageFormat = DEB) -> dict[str, int]:
     """What installing ``root`` costs, from index.json alone: the packages its plan
     reaches, their files' sizes, device packages apart."""
     index = json.loads((build / "index.json").read_text())
     plan = views.from_json(index["plan"], "index.json")
-    files = {f["package"]: f for f in index["files"] if f["format"] == fmt}
+    files = {f["package"]: f for f in index["files"] if f["format"] == fmt.name}
     reached = views.reachable(plan, root, fmt)
     sizes = dict.fromkeys(FIELDS, 0)
     for package in reached:
-        part = "device" if package.kind == "device" else "host"
+        part = "device" if package.kind is Kind.DEVICE else "host"
         sizes[f"download-{part}"] += files[package.key]["size"]
         sizes[f"installed-{part}"] += files[package.key]["installed_size"]
     sizes["download"] = sizes["download-host"] + sizes["download-device"]
@@ -131,10 +133,10 @@ def test_page_is_static_and_complete(page, example_release):
     assert "amdrocm-core8.2-gfx950" in text and "every arch" in text
 
 
-@pytest.mark.parametrize("fmt", ["deb", "rpm"])
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
 def test_json_plan_and_libsolv_agree(example_release, published, fmt):
     def figures(*extra: str) -> dict:
-        args = ["report", "--build", str(example_release.out), "--format", fmt, "--json"]
+        args = ["report", "--build", str(example_release.out), "--format", fmt.name, "--json"]
         result = CliRunner().invoke(cli, [*args, *extra])
         assert result.exit_code == 0, result.output
         return json.loads(result.output)
@@ -149,7 +151,7 @@ def test_json_plan_and_libsolv_agree(example_release, published, fmt):
     )
     assert 0 < row["share"] < 1
     assert by_plan["counts"]["Device"] == {"deb": 17, "rpm": 17}
-    assert by_plan["totals"][fmt]["packages"] == len(example_release.plan.packages)
+    assert by_plan["totals"][fmt.name]["packages"] == len(example_release.plan.packages)
     biggest = [b["download"] for b in by_plan["biggest"]]
     assert biggest == sorted(biggest, reverse=True) and len(biggest) == 12
 

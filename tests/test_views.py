@@ -7,6 +7,7 @@ import json
 import pytest
 
 from gfxpack import views
+from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.plan import Kind, plan
 from tests.conftest import SEED_TARGETS
 
@@ -106,11 +107,13 @@ def test_dot_of_one_package_is_its_closure(seed_plan):
 
 def test_every_example_tree_draws(example_plan):
     """Every non-versioned root draws; each package of a family appears expanded once."""
-    for root in (p for p in example_plan.packages if p.kind is Kind.NON_VERSIONED):
+    roots = [p for p in example_plan.packages if p.kind is Kind.NON_VERSIONED]
+    assert len(roots) == len(example_plan.specs)
+    for root in roots:
         drawn = views.tree(example_plan, root.key)
         for member in example_plan.family(root.base):
             pin = "" if member is root else " (= 8.2.0-1)"  # family edges pin exactly
-            assert f"{member.name('deb')}{pin} ({member.kind.label})" in drawn
+            assert f"{member.name(DEB)}{pin} ({member.kind.label})" in drawn
 
 
 def test_tree_shows_recommends_and_alternatives(example_plan):
@@ -120,7 +123,7 @@ def test_tree_shows_recommends_and_alternatives(example_plan):
 
 
 def test_tree_of_rpm_names(example_plan):
-    assert views.tree(example_plan, "amdrocm-blas-devel", "rpm").startswith(
+    assert views.tree(example_plan, "amdrocm-blas-devel", RPM).startswith(
         "amdrocm-blas-devel (non-versioned)\n"
     )
     assert views.tree(example_plan, "amdrocm-blas-dev").startswith("amdrocm-blas-dev (")
@@ -131,3 +134,18 @@ def test_table_escapes_alternatives(example_plan):
     assert "libstdc++6 \\| libstdc++8" in text
     widths = {len(line) for line in text.splitlines()}
     assert len(widths) == 1  # every row padded to the same width
+
+
+def test_summary_counts_each_kind_and_each_formats_relations(example_plan):
+    counts = views.summary(example_plan)
+    assert counts.packages == len(example_plan.packages)
+    assert counts.bases == len(example_plan.specs)
+    assert sum(row.packages for row in counts.kinds) == counts.packages
+    hosts = next(row for row in counts.kinds if row.kind is Kind.HOST)
+    of_kind = [p for p in example_plan.packages if p.kind is Kind.HOST]
+    assert hosts.with_files == len(of_kind)
+    assert hosts.depends == {
+        fmt: sum(len(p.relations(fmt).depends) for p in of_kind) for fmt in FORMATS
+    }
+    devel = [p for p in example_plan.packages if p.base == "amdrocm-core-devel"]
+    assert views.summary(example_plan, devel).bases == 1

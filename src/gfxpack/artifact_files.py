@@ -30,7 +30,7 @@ import stat
 from collections.abc import Iterator
 
 from gfxpack.errors import GfxpackError
-from gfxpack.formats.payload import Entry
+from gfxpack.formats.payload import Entry, EntryKind
 
 # C0 and C1 control characters and DEL.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -189,16 +189,16 @@ def _entry(
                 f"symlink to {target!r} leaves the install prefix {prefix} "
                 "(a packaged symlink must point inside it)"
             )
-        return Entry(path, "symlink", 0o777, target=target, mtime=mtime)
-    kind = "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else None
+        return Entry(path, EntryKind.SYMLINK, 0o777, target=target, mtime=mtime)
+    kind = EntryKind.DIR if stat.S_ISDIR(mode) else EntryKind.FILE if stat.S_ISREG(mode) else None
     if kind is None:
         return f"is {_KINDS.get(stat.S_IFMT(mode), 'not a regular file')}; {_ONLY}"
     if not allow_special and (problem := _special_problem(mode)):
         return problem
     final = normalised_mode(kind, mode, allow_special)
-    if kind == "dir":
-        return Entry(path, "dir", final, mtime=mtime)
-    return Entry(path, "file", final, info.st_size, child.path, mtime=mtime)
+    if kind is EntryKind.DIR:
+        return Entry(path, kind, final, mtime=mtime)
+    return Entry(path, kind, final, info.st_size, child.path, mtime=mtime)
 
 
 def read_regular(path: str, limit: int) -> bytes:

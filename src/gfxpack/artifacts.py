@@ -68,7 +68,7 @@ class ArtifactTree:
         return self._manifests[directory]
 
 
-def scan(root: str | os.PathLike) -> ArtifactTree:
+def scan(root: str | os.PathLike[str]) -> ArtifactTree:
     """Read an artifacts directory: its artifact directories and the kpack flag."""
     root = Path(root)
     if not root.exists():
@@ -232,7 +232,9 @@ def package_entries(
     return with_parents(entries, mtime, stop=posixpath.dirname(plan.prefix))
 
 
-def _merge(found: dict, entry: Entry, origin: str, package: PlannedPackage) -> None:
+def _merge(
+    found: dict[str, tuple[Entry, str]], entry: Entry, origin: str, package: PlannedPackage
+) -> None:
     previous = found.get(entry.path)
     if previous is None:
         found[entry.path] = (entry, origin)

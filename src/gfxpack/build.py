@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import hashlib
 import os
 import signal
 import time
@@ -26,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from gfxpack import epoch, outdir
+from gfxpack._io import FILE_MODE, HashingWriter
 from gfxpack.errors import GfxpackError
-from gfxpack.formats import FORMATS, PackageInfo, writer
+from gfxpack.formats import FORMATS, PackageFormat, PackageInfo
 from gfxpack.formats.compress import Compression
 from gfxpack.formats.payload import Entry, installed_size
-from gfxpack.plan import PlannedPackage, ReleasePlan, render
+from gfxpack.plan import PlannedPackage, ReleasePlan
 from gfxpack.scripts import scripts_for
 from gfxpack.views import to_json
 
@@ -39,6 +39,11 @@ DEFAULT_EPOCH = 1_704_067_200
 INDEX = outdir.INDEX
 # linux/prctl.h: deliver a signal to this process when its parent dies.
 PR_SET_PDEATHSIG = 1
+
+
+# What one job returns: file name, size, sha256 and seconds taken.
+JobResult = tuple[str, int, str, float]
+Job = tuple[PlannedPackage, PackageFormat, PackageInfo]
 
 
 class BuildError(GfxpackError):
@@ -52,7 +57,7 @@ def source_date_epoch(environ: Mapping[str, str]) -> int:
 
 @dataclass(frozen=True, slots=True)
 class BuildOptions:
-    formats: tuple[str, ...] = FORMATS
+    formats: tuple[PackageFormat, ...] = FORMATS
     compression: Compression = field(default_factory=Compression)
     jobs: int = os.cpu_count() or 1
     epoch: int = DEFAULT_EPOCH
@@ -76,7 +81,7 @@ class BuiltFile:
 def package_info(
     plan: ReleasePlan,
     package: PlannedPackage,
-    fmt: str,
+    fmt: PackageFormat,
     entries: tuple[Entry, ...],
     options: BuildOptions,
 ) -> PackageInfo:
@@ -84,14 +89,14 @@ def package_info(
     spec = plan.specs[package.base]
     relations = package.relations(fmt)
     rendered = {
-        name: tuple(render(dep, fmt) for dep in getattr(relations, name))
+        name: tuple(fmt.render(dep) for dep in getattr(relations, name))
         for name in ("depends", "recommends", "suggests", "provides", "conflicts", "replaces")
     }
     return PackageInfo(
         name=relations.name,
         version=plan.rocm_version,
         release=plan.release,
-        arch=spec.architecture if fmt == "deb" else spec.build_arch,
+        arch=fmt.arch(spec),
         summary=spec.description_short,
         description=spec.description_long,
         maintainer=spec.maintainer,
@@ -110,38 +115,23 @@ def package_info(
     )
 
 
-class _HashingFile:
-    def __init__(self, file):
-        self._file = file
-        self.sha256 = hashlib.sha256()
-        self.size = 0
-
-    def write(self, data) -> int:
-        self.sha256.update(data)
-        self.size += len(data)
-        return self._file.write(data)
-
-
-def write_package(
-    info: PackageInfo, fmt: str, scratch: str, out: str
-) -> tuple[str, int, str, float]:
+def write_package(info: PackageInfo, fmt: PackageFormat, scratch: str, out: str) -> JobResult:
     """One job: write the package into ``scratch``, then rename it into ``out``."""
     started = time.perf_counter()
-    module = writer(fmt)
-    name = module.filename(info)
+    name = fmt.filename(info)
     partial = os.path.join(scratch, name)
     with open(partial, "wb") as file:
-        os.fchmod(file.fileno(), outdir.FILE_MODE)  # not the umask's
-        hashing = _HashingFile(file)
-        module.write(info, hashing)
+        os.fchmod(file.fileno(), FILE_MODE)  # not the umask's
+        hashing = HashingWriter(file, "sha256")
+        fmt.write(info, hashing)
     os.replace(partial, os.path.join(out, name))
-    return name, hashing.size, hashing.sha256.hexdigest(), time.perf_counter() - started
+    return name, hashing.size, hashing.hexdigest(), time.perf_counter() - started
 
 
 def build(
     plan: ReleasePlan,
     routed: Mapping[str, tuple[Entry, ...]],
-    out: str | os.PathLike,
+    out: str | os.PathLike[str],
     options: BuildOptions = BuildOptions(),
     on_built: Callable[[BuiltFile, int, int], None] | None = None,
     on_note: Callable[[str], None] | None = None,
@@ -157,19 +147,19 @@ def build(
     ]
     # Largest payloads first, so the pool's last jobs are short ones.
     jobs.sort(key=lambda job: -installed_size(job[2].entries))
-    produced = {writer(fmt).filename(info) for _, fmt, info in jobs}
+    produced = {fmt.filename(info) for _, fmt, info in jobs}
     outdir.create(out)
     earlier = outdir.begin(out, produced)
     built: list[BuiltFile] = []
 
-    def record(package: PlannedPackage, fmt: str, result: tuple) -> None:
+    def record(package: PlannedPackage, fmt: PackageFormat, result: JobResult) -> None:
         name, size, sha256, seconds = result
         item = BuiltFile(
             name,
             package.key,
             str(package.kind),
             package.arch,
-            fmt,
+            fmt.name,
             size,
             sha256,
             round(seconds, 4),
@@ -195,14 +185,16 @@ def build(
     return built
 
 
-def _guarded(package, fmt, info, scratch, out):
+def _guarded(
+    package: PlannedPackage, fmt: PackageFormat, info: PackageInfo, scratch: str, out: str
+) -> JobResult:
     try:
         return write_package(info, fmt, scratch, out)
     except OSError as e:
         raise _job_error(package, fmt, e, out) from e
 
 
-def _job_error(package: PlannedPackage, fmt: str, error: OSError, out: str) -> BuildError:
+def _job_error(package: PlannedPackage, fmt: PackageFormat, error: OSError, out: str) -> BuildError:
     """One line naming the package, and OUT when OUT is what failed."""
     what = f"{package.name(fmt)} ({fmt})"
     if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
@@ -234,11 +226,17 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _run_pool(jobs, workers: int, scratch: str, out: str, record) -> None:
+def _run_pool(
+    jobs: list[Job],
+    workers: int,
+    scratch: str,
+    out: str,
+    record: Callable[[PlannedPackage, PackageFormat, JobResult], None],
+) -> None:
     executor = ProcessPoolExecutor(
         max_workers=workers, initializer=_worker_init, initargs=(os.getpid(),)
     )
-    futures: dict[Future, tuple] = {}
+    futures: dict[Future[JobResult], tuple[PlannedPackage, PackageFormat]] = {}
     try:
         for package, fmt, info in jobs:
             futures[executor.submit(write_package, info, fmt, scratch, out)] = (package, fmt)

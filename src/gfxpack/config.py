@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -22,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from gfxpack.errors import GfxpackError
-from gfxpack.relations import InvalidRelation, Relation, parse_deb, parse_rpm
+from gfxpack.formats.package_format import FORMATS, PackageFormat
+from gfxpack.relations import InvalidRelation, Relation
 
 COMPONENTS = ("lib", "run", "dev", "doc", "test", "dbg")
 
@@ -110,10 +112,6 @@ class PackageSpec:
     vendor: str = ""
     homepage: str = ""
     comments: str = ""
-    disable_dwz: bool = False
-    disable_deb_strip: bool = False
-    disable_rpm_strip: bool = False
-    disable_debug_package: bool = False
     # Ship setuid, setgid, sticky and world-writable entries (refused otherwise).
     allow_special_modes: bool = False
 
@@ -125,8 +123,10 @@ class PackageSpec:
     def pointer(self) -> str:
         return f"/{self.index}"
 
-    def relations(self, fmt: str) -> Relations:
-        return self.deb if fmt == "deb" else self.rpm
+    def relations(self, fmt: PackageFormat) -> Relations:
+        """The relation lists of ``fmt``: the attribute named after the format."""
+        found: Relations = getattr(self, fmt.name)
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,19 +156,12 @@ _STRING_FIELDS = {
     "Homepage": "homepage",
     "Comments": "comments",
 }
-# key -> (format, relation list); Provides and Conflicts serve both formats.
-_RELATION_KEYS = {
-    "DEBDepends": (("deb", "depends"),),
-    "RPMRequires": (("rpm", "depends"),),
-    "DEBRecommends": (("deb", "recommends"),),
-    "RPMRecommends": (("rpm", "recommends"),),
-    "DEBSuggests": (("deb", "suggests"),),
-    "RPMSuggests": (("rpm", "suggests"),),
-    "Provides": (("deb", "provides"), ("rpm", "provides")),
-    "Conflicts": (("deb", "conflicts"), ("rpm", "conflicts")),
-    "Replaces": (("deb", "replaces"),),
-    "Obsoletes": (("rpm", "replaces"),),
-}
+# key -> ((format, relation list), ...); Provides and Conflicts serve both formats and
+# are parsed once, in the syntax of the first format reading them.
+_RELATION_KEYS: dict[str, list[tuple[PackageFormat, str]]] = {}
+for _fmt in FORMATS:
+    for _key, _list_name in _fmt.relation_keys.items():
+        _RELATION_KEYS.setdefault(_key, []).append((_fmt, _list_name))
 # Flags are matched case-insensitively, as upstream's is_key_defined does.
 _FLAGS = {
     "gfxarch": "gfxarch",
@@ -181,6 +174,11 @@ _FLAGS = {
     "disable_debug_package": "disable_debug_package",
     "allow_special_modes": "allow_special_modes",
 }
+# Upstream's strip / dwz / debug-package switches: gfxpack never strips, runs dwz on or
+# splits debug info out of a payload, so each already holds. Validated, not stored.
+_ALWAYS_HOLDING_FLAGS = frozenset(
+    {"disable_dwz", "disable_deb_strip", "disable_rpm_strip", "disable_debug_package"}
+)
 # Keys upstream documents but its code ignores.
 _DOCUMENTED_BUT_IGNORED = {
     "Composite": "upstream documents it but never reads it",
@@ -213,7 +211,7 @@ def _suggestion(key: str) -> str:
     return f" (did you mean {known[close[0]]!r}?)" if close else ""
 
 
-def load_config(path: str | Path) -> Config:
+def load_config(path: str | os.PathLike[str]) -> Config:
     """Read and validate a package.json file."""
     path = Path(path)
     try:
@@ -238,7 +236,7 @@ def parse_config(text: str, path: str = "package.json") -> Config:
     return _Validator(path).config(document)
 
 
-class _KeyRecordingDict(dict):
+class _KeyRecordingDict(dict[str, Any]):
     """A JSON object that remembers keys given more than once (json keeps the last)."""
 
     repeated: tuple[str, ...] = ()
@@ -247,7 +245,12 @@ class _KeyRecordingDict(dict):
         super().__init__(pairs)
         if len(self) != len(pairs):
             seen: set[str] = set()
-            self.repeated = tuple(k for k, _ in pairs if k in seen or seen.add(k))
+            repeated = []
+            for key, _ in pairs:
+                if key in seen:
+                    repeated.append(key)
+                seen.add(key)
+            self.repeated = tuple(repeated)
 
 
 def _pointer(*parts: object) -> str:
@@ -325,7 +328,9 @@ class _Validator:
             self.fail(_pointer(index, key), f"key {key!r} appears more than once in {name}")
 
         values: dict[str, Any] = {"name": name, "index": index}
-        relations: dict[str, dict[str, tuple[Relation, ...]]] = {"deb": {}, "rpm": {}}
+        relations: dict[PackageFormat, dict[str, tuple[Relation, ...]]] = {
+            fmt: {} for fmt in FORMATS
+        }
         flag_keys: dict[str, str] = {}
         legacy: list[str] = []
         for key, value in entry.items():
@@ -342,16 +347,15 @@ class _Validator:
                     continue
                 flag_keys[attribute] = key
                 flag = self.boolean(here, value)
-                if flag is not None:
+                if flag is not None and attribute not in _ALWAYS_HOLDING_FLAGS:
                     values[attribute] = flag
             elif key in _STRING_FIELDS:
                 if not isinstance(value, str):
                     self.fail(here, f"expected a string, got {_describe(value)}")
-                elif _STRING_FIELDS[key]:
-                    values[_STRING_FIELDS[key]] = value
+                elif (field_name := _STRING_FIELDS[key]) is not None:
+                    values[field_name] = value
             elif key in _RELATION_KEYS:
-                fmt = _RELATION_KEYS[key][0][0]
-                parsed = self.relation_list(here, value, parse_rpm if fmt == "rpm" else parse_deb)
+                parsed = self.relation_list(here, value, _RELATION_KEYS[key][0][0].parse)
                 for target_fmt, list_name in _RELATION_KEYS[key]:
                     relations[target_fmt][list_name] = parsed
             elif key == "Artifactory":
@@ -389,11 +393,13 @@ class _Validator:
             )
         if len(self.problems) > before:
             return None
-        return PackageSpec(
-            deb=Relations(**relations["deb"]), rpm=Relations(**relations["rpm"]), **values
-        )
+        for fmt, lists in relations.items():
+            values[fmt.name] = Relations(**lists)
+        return PackageSpec(**values)
 
-    def boolean(self, where: str, value: Any, words: tuple[frozenset, frozenset] | None = None):
+    def boolean(
+        self, where: str, value: Any, words: tuple[frozenset[str], frozenset[str]] | None = None
+    ) -> bool | None:
         true_words, false_words = words or (TRUE_WORDS, FALSE_WORDS)
         if isinstance(value, bool):
             return value
@@ -450,7 +456,7 @@ class _Validator:
                     f"no '_'), got {_describe(artifact) if 'Artifact' in item else 'nothing'}",
                 )
                 continue
-            gfxarch = True
+            gfxarch: bool | None = True
             if "Artifact_Gfxarch" in item:
                 # Upstream: true only when str(value).lower() == "true"; any other
                 # spelling there is silently false, so gfxpack rejects it.

@@ -45,7 +45,7 @@ class SizeChange:
 class Diff:
     old: str
     new: str
-    fmt: str
+    fmt: str  # the format's name
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     dependencies: list[DependencyChange] = field(default_factory=list)
@@ -66,7 +66,7 @@ class Diff:
 
 
 def compare(old: Inventory, new: Inventory) -> Diff:
-    diff = Diff(_label(old), _label(new), new.fmt)
+    diff = Diff(_label(old), _label(new), new.fmt.name)
     before, after = old.packages, new.packages
     diff.added = sorted(after.keys() - before.keys())
     diff.removed = sorted(before.keys() - after.keys())

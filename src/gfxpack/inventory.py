@@ -18,12 +18,12 @@ from typing import Any
 
 from gfxpack import views
 from gfxpack.errors import GfxpackError
-from gfxpack.plan import ReleasePlan, render
-from gfxpack.relations import InvalidRelation, parse_field, render_deb
+from gfxpack.formats import DEB, PackageFormat
+from gfxpack.outdir import INDEX
+from gfxpack.plan import ReleasePlan
+from gfxpack.relations import InvalidRelation
 from gfxpack.repo.debfile import InvalidDeb, read_deb
 from gfxpack.verify.rules import arch_of
-
-INDEX = "index.json"
 
 
 class InventoryError(GfxpackError):
@@ -50,7 +50,7 @@ class Package:
 class Inventory:
     source: str  # the path given, for headings and errors
     origin: str  # "plan", "build" or "repository"
-    fmt: str
+    fmt: PackageFormat
     packages: dict[str, Package]
 
     @property
@@ -63,7 +63,7 @@ Planner = Callable[[Path], ReleasePlan]
 
 
 def load(
-    path: Path, fmt: str, planner: Planner | None = None, suite: str | None = None
+    path: Path, fmt: PackageFormat, planner: Planner | None = None, suite: str | None = None
 ) -> Inventory:
     """A plan file (``plan --format json``, or a package.json when ``planner`` is
     given), a build directory (its index.json) or a repository (apt or rpm-md)."""
@@ -101,7 +101,7 @@ def _read_json(path: Path) -> Any:
         raise InventoryError(f"{path}: not JSON: {e}") from None
 
 
-def from_plan(plan: ReleasePlan, fmt: str, source: str) -> Inventory:
+def from_plan(plan: ReleasePlan, fmt: PackageFormat, source: str) -> Inventory:
     packages = {}
     for planned in plan.packages:
         relations = planned.relations(fmt)
@@ -110,8 +110,8 @@ def from_plan(plan: ReleasePlan, fmt: str, source: str) -> Inventory:
             version=plan.full_version,
             arch=planned.arch,
             kind=str(planned.kind),
-            depends=tuple(render(dep, fmt) for dep in relations.depends),
-            recommends=tuple(render(dep, fmt) for dep in relations.recommends),
+            depends=tuple(fmt.render(dep) for dep in relations.depends),
+            recommends=tuple(fmt.render(dep) for dep in relations.recommends),
             files=None,
             download=None,
             installed=None,
@@ -119,13 +119,13 @@ def from_plan(plan: ReleasePlan, fmt: str, source: str) -> Inventory:
     return Inventory(source, "plan", fmt, packages)
 
 
-def from_build(build: Path, fmt: str) -> Inventory:
+def from_build(build: Path, fmt: PackageFormat) -> Inventory:
     """The packages of ``fmt`` an index.json lists, each read from its file."""
     index = build / INDEX
     data = _read_json(index)
     try:
         listed = [
-            (item["file"], item.get("kind")) for item in data["files"] if item["format"] == fmt
+            (item["file"], item.get("kind")) for item in data["files"] if item["format"] == fmt.name
         ]
     except (KeyError, TypeError) as e:
         raise InventoryError(
@@ -142,7 +142,7 @@ def from_build(build: Path, fmt: str) -> Inventory:
     return Inventory(str(build), "build", fmt, packages)
 
 
-def from_repository(root: Path, fmt: str, suite: str | None = None) -> Inventory:
+def from_repository(root: Path, fmt: PackageFormat, suite: str | None = None) -> Inventory:
     """The newest version of every package name of the repository, read from its file."""
     import solv
 
@@ -164,7 +164,9 @@ def from_repository(root: Path, fmt: str, suite: str | None = None) -> Inventory
     return Inventory(str(root), "repository", fmt, packages)
 
 
-def read_package(path: Path, fmt: str, kind: str | None, root: Path | None = None) -> Package:
+def read_package(
+    path: Path, fmt: PackageFormat, kind: str | None, root: Path | None = None
+) -> Package:
     """The package file at ``path``, which must stay inside ``root`` (no symlink out)."""
     if root is not None and not path.resolve().is_relative_to(root.resolve()):
         raise InventoryError(f"{path}: leads outside {root} (a symlink?); not read")
@@ -172,10 +174,11 @@ def read_package(path: Path, fmt: str, kind: str | None, root: Path | None = Non
         download = path.stat().st_size
     except OSError as e:
         raise InventoryError(f"{path}: {e.strerror}") from None
-    return (_read_deb if fmt == "deb" else _read_rpm)(path, kind, download)
+    return fmt.read_inventory_package(path, kind, download)
 
 
-def _read_deb(path: Path, kind: str | None, download: int) -> Package:
+def read_deb_package(path: Path, kind: str | None, download: int) -> Package:
+    """A .deb as an inventory package."""
     try:
         deb = read_deb(str(path))  # checks the ar structure and the control grammar
     except InvalidDeb as e:
@@ -186,7 +189,7 @@ def _read_deb(path: Path, kind: str | None, download: int) -> Package:
     def field(*names: str) -> tuple[str, ...]:
         texts = [control[n] for n in names if control.get(n)]
         try:
-            return tuple(render_deb(r) for text in texts for r in parse_field(text, "deb"))
+            return tuple(DEB.render_relation(r) for text in texts for r in DEB.parse_field(text))
         except InvalidRelation as e:
             raise InventoryError(f"{path}: {'/'.join(names)}: {e}") from None
 
@@ -207,7 +210,8 @@ def _read_deb(path: Path, kind: str | None, download: int) -> Package:
 _RPM_FLAGS = {"EQ": "=", "GE": ">=", "LE": "<=", "GT": ">", "LT": "<"}
 
 
-def _read_rpm(path: Path, kind: str | None, download: int) -> Package:
+def read_rpm_package(path: Path, kind: str | None, download: int) -> Package:
+    """An .rpm as an inventory package (its header, read by createrepo_c)."""
     import createrepo_c as cr
 
     try:

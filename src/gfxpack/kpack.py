@@ -39,12 +39,14 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Any, BinaryIO, TypeGuard
 
 import msgpack
 import zstandard
 
 from gfxpack._gc import paused_gc
+from gfxpack._io import atomic_write
 from gfxpack.errors import GfxpackError
 from gfxpack.regular_files import open_regular, read_regular
 
@@ -200,7 +202,12 @@ class KpackWriter:
     def __enter__(self) -> KpackWriter:
         return self
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if exc_type is None:
             self.close()
 
@@ -244,14 +251,9 @@ def write_kpack(
     read one at a time.
     """
     path = Path(path)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    try:
-        with open(temporary, "wb") as out, KpackWriter(out, group, arch, compression, level) as w:
-            for toc_key, code in kernels:
-                w.add(toc_key, code if isinstance(code, bytes) else read_code_object(code))
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    with atomic_write(path) as out, KpackWriter(out, group, arch, compression, level) as w:
+        for toc_key, code in kernels:
+            w.add(toc_key, code if isinstance(code, bytes) else read_code_object(code))
     return path
 
 
@@ -433,7 +435,7 @@ class KpackReader:
                 f"({BLOB_START}..{self.toc_offset})"
             )
         self._zstd_start, self._zstd_end = start, start + size
-        (count,) = U32.unpack(self._pread(start, U32.size))
+        count: int = U32.unpack(self._pread(start, U32.size))[0]
         hint = toc.get(FRAME_OFFSETS)
         if isinstance(hint, list) and len(hint) == count and all(map(_is_count, hint)):
             self._frames = hint

@@ -27,13 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gfxpack._io import DIRECTORY_MODE, FILE_MODE
 from gfxpack.errors import GfxpackError
 
 INDEX = "index.json"
 CLAIMS = ".gfxpack-building.json"
 SCRATCH_PREFIX = ".gfxpack-partial-"
-FILE_MODE = 0o644
-DIRECTORY_MODE = 0o755
 
 
 class OutputError(GfxpackError):

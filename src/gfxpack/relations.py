@@ -144,15 +144,3 @@ def render_rpm(relation: Relation) -> str:
         return relation.opaque
     parts = [rpm_atom(atom.name, atom.op, atom.version) for atom in relation.atoms]
     return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
-
-
-def parse_field(text: str, fmt: str) -> tuple[Relation, ...]:
-    """A comma-separated relation field (Depends, Provides, ...) in ``fmt`` syntax. RPM
-    rich dependencies could hold commas only inside parentheses, which never happens in
-    practice, so a plain split is enough.
-
-    >>> [r.names() for r in parse_field("libc6 (>= 2.34), libstdc++6 | libstdc++8", "deb")]
-    [('libc6',), ('libstdc++6', 'libstdc++8')]
-    """
-    parse = parse_deb if fmt == "deb" else parse_rpm
-    return tuple(parse(item.strip()) for item in text.replace("\n", " ").split(",") if item.strip())

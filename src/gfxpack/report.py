@@ -23,10 +23,11 @@ from markupsafe import Markup
 
 from gfxpack import graphviz, views
 from gfxpack.errors import GfxpackError
+from gfxpack.formats import FORMATS, PackageFormat
+from gfxpack.outdir import INDEX
 from gfxpack.plan import Kind, ReleasePlan
 from gfxpack.units import human
 
-INDEX = "index.json"
 BIGGEST = 12  # packages listed as the biggest
 # The install every arch meta is compared against: its base's generic meta.
 _CORE = "amdrocm-core"
@@ -87,9 +88,9 @@ class Install:
 
 
 @dataclass
-class Report:
+class ReleaseReport:
     build: str
-    fmt: str  # the format whose files the sizes are of
+    fmt: PackageFormat  # the format whose files the sizes are of
     resolver: str  # how install sets were found
     plan: ReleasePlan
     counts: dict[str, dict[str, int]]  # kind -> format -> packages
@@ -106,7 +107,7 @@ class Report:
             "mode": str(plan.mode),
             "targets": list(plan.targets),
             "prefix": plan.prefix,
-            "sizes_of": self.fmt,
+            "sizes_of": self.fmt.name,
             "resolver": self.resolver,
             "counts": self.counts,
             "totals": self.totals,
@@ -123,16 +124,20 @@ class Report:
 Resolver = Callable[[str], set[str]]
 
 
-def make(build: Path, fmt: str | None = None, repo: Path | None = None) -> Report:
-    """The report of the build in ``build``; sizes of ``fmt`` (default: deb if built)."""
+def make(build: Path, fmt: PackageFormat | None = None, repo: Path | None = None) -> ReleaseReport:
+    """The report of the build in ``build``; sizes of ``fmt`` (default: the first format
+    built, in FORMATS order: deb if built)."""
     index = _read_index(build)
     plan = views.from_json(index.get("plan"), f"{build / INDEX} (its plan)")
     files = index["files"]
     built_formats = sorted({f["format"] for f in files})
-    fmt = fmt or ("deb" if "deb" in built_formats else built_formats[0])
-    if fmt not in built_formats:
+    if fmt is None:
+        fmt = next((f for f in FORMATS if f.name in built_formats), None)
+        if fmt is None:
+            raise ReportError(f"{build / INDEX}: the build has no packages")
+    if fmt.name not in built_formats:
         raise ReportError(f"{build / INDEX}: the build has no {fmt} packages")
-    sizes = {f["package"]: f for f in files if f["format"] == fmt}
+    sizes = {f["package"]: f for f in files if f["format"] == fmt.name}
     missing = [p.key for p in plan.packages if p.key not in sizes]
     if missing:
         raise ReportError(f"{build / INDEX}: its plan has {missing[0]}, but no {fmt} file of it")
@@ -165,7 +170,7 @@ def make(build: Path, fmt: str | None = None, repo: Path | None = None) -> Repor
         }
         for f in built_formats
     }
-    return Report(
+    return ReleaseReport(
         build=str(build),
         fmt=fmt,
         resolver=how,
@@ -219,7 +224,7 @@ def _read_index(build: Path) -> dict[str, Any]:
     return data
 
 
-def install_set(plan: ReleasePlan, key: str, fmt: str) -> set[str]:
+def install_set(plan: ReleasePlan, key: str, fmt: PackageFormat) -> set[str]:
     """The planned packages installing ``key`` brings: its Depends and Recommends (which
     apt and dnf install by default) followed, the first planned alternative of each."""
     seen = {key}
@@ -234,7 +239,7 @@ def install_set(plan: ReleasePlan, key: str, fmt: str) -> set[str]:
     return seen
 
 
-def _libsolv(plan: ReleasePlan, repo: Path, fmt: str) -> Resolver:
+def _libsolv(plan: ReleasePlan, repo: Path, fmt: PackageFormat) -> Resolver:
     """Install sets resolved by libsolv on the repository, for this build's version."""
     from gfxpack.verify.resolution import resolve
     from gfxpack.verify.system import read_system
@@ -279,7 +284,7 @@ def measure_sizes(plan: ReleasePlan, keys: set[str], files: dict[str, dict[str, 
 
 
 def _installs(
-    plan: ReleasePlan, fmt: str, measure: Callable[[str], Sizes]
+    plan: ReleasePlan, fmt: PackageFormat, measure: Callable[[str], Sizes]
 ) -> dict[str, list[Install]]:
     generic = {p.base: p for p in plan.packages if p.kind is Kind.GENERIC_META}
     every: dict[str, Sizes] = {}
@@ -319,7 +324,7 @@ def _inline_svg(svg: bytes, prefix: str) -> Markup:
     return Markup(text)  # safe: dot escapes the labels it draws
 
 
-def html(report: Report) -> str:
+def html(report: ReleaseReport) -> str:
     environment = jinja2.Environment(
         loader=jinja2.PackageLoader("gfxpack", "templates"),
         autoescape=True,

@@ -15,9 +15,9 @@ relocated prefix from ``RPM_INSTALL_PREFIX0``.
 
 from __future__ import annotations
 
-import shlex
-
 from gfxpack.config import PackageSpec
+from gfxpack.formats.package_format import PackageFormat
+from gfxpack.formats.scripts import Alternative, Slave
 from gfxpack.plan import Kind, PlannedPackage, ReleasePlan
 from gfxpack.plan.naming import version_xy
 
@@ -35,22 +35,22 @@ def priority(version: str, epoch: int) -> int:
     ) // 60
 
 
-def _alternatives(
-    spec: PackageSpec, prefix_var: str, major: str
-) -> list[tuple[str, str, str, list]]:
+def _alternatives(spec: PackageSpec, prefix_var: str, major: str) -> list[Alternative]:
     """(group, link, path, slaves) for the base; paths use a shell variable for the prefix."""
     if spec.is_devel:
         return [
             (f"rocm-{tool.lower()}", f"/usr/bin/{tool}", f"{prefix_var}/bin/{tool}", [])
             for tool in _DEVEL_TOOLS
         ]
-    slaves = [(f"/opt/rocm/core-{major}", f"rocm-core-{major}", prefix_var)]
+    slaves: list[Slave] = [(f"/opt/rocm/core-{major}", f"rocm-core-{major}", prefix_var)]
     slaves += [(f"/opt/rocm/{d}", f"rocm-{d}", f"{prefix_var}/{d}") for d in _ROCM_DIRS]
     slaves += [(f"/usr/bin/{t}", f"rocm-{t}", f"{prefix_var}/bin/{t}") for t in _TOOLS]
     return [("rocm-core", "/opt/rocm/core", prefix_var, slaves)]
 
 
-def scripts_for(plan: ReleasePlan, package: PlannedPackage, fmt: str, epoch: int) -> dict[str, str]:
+def scripts_for(
+    plan: ReleasePlan, package: PlannedPackage, fmt: PackageFormat, epoch: int
+) -> dict[str, str]:
     """The maintainer scripts of one package, or none."""
     spec = plan.specs[package.base]
     if not spec.postinstall or package.kind is Kind.NON_VERSIONED:
@@ -63,81 +63,6 @@ def scripts_for(plan: ReleasePlan, package: PlannedPackage, fmt: str, epoch: int
         for p in plan.family(package.base)
         if p.kind is not Kind.NON_VERSIONED and p.key != package.key
     )
-    if fmt == "deb":
-        return _deb_scripts(_alternatives(spec, '"$PREFIX"', major), plan.prefix, rank, siblings)
-    return _rpm_scripts(_alternatives(spec, '"$PREFIX"', major), plan.prefix, rank, siblings)
-
-
-def _install_commands(alternatives, rank: int, ua: str) -> list[str]:
-    lines = []
-    for group, link, path, slaves in alternatives:
-        command = f"{ua} --install {link} {group} {path} {rank}"
-        for slave_link, slave_name, slave_path in slaves:
-            command += f" \\\n    --slave {slave_link} {slave_name} {slave_path}"
-        lines.append(command)
-    return lines
-
-
-def _remove_commands(alternatives, ua: str) -> list[str]:
-    return [f"{ua} --remove {group} {path} || true" for group, _, path, _ in alternatives]
-
-
-def _deb_scripts(alternatives, prefix: str, rank: int, siblings: list[str]) -> dict[str, str]:
-    ua = 'update-alternatives ${DPKG_ROOT:+--root "$DPKG_ROOT"}'
-    install = "\n    ".join(_install_commands(alternatives, rank, ua))
-    remove = "\n        ".join(_remove_commands(alternatives, ua))
-    others = " ".join(siblings) or '""'
-    postinst = f"""#!/bin/sh
-set -e
-PREFIX={shlex.quote(prefix)}
-if [ "$1" = configure ]; then
-    {install}
-fi
-exit 0
-"""
-    prerm = f"""#!/bin/sh
-set -e
-PREFIX={shlex.quote(prefix)}
-if [ "$1" = remove ] || [ "$1" = deconfigure ]; then
-    # Another installed variant of this release keeps the alternatives.
-    kept=""
-    for other in {others}; do
-        if dpkg-query ${{DPKG_ROOT:+--root "$DPKG_ROOT"}} -W -f='${{db:Status-Abbrev}}' "$other" \\
-            2>/dev/null | grep -q '^[ih]i'; then
-            kept=yes
-        fi
-    done
-    if [ -z "$kept" ]; then
-        {remove}
-    fi
-fi
-exit 0
-"""
-    return {"postinst": postinst, "prerm": prerm}
-
-
-def _rpm_scripts(alternatives, prefix: str, rank: int, siblings: list[str]) -> dict[str, str]:
-    ua = "update-alternatives"
-    install = "\n".join(_install_commands(alternatives, rank, ua))
-    remove = "\n    ".join(_remove_commands(alternatives, ua))
-    others = " ".join(siblings) or '""'
-    # RPM_INSTALL_PREFIX0 is the prefix after relocation (--prefix / --relocate).
-    head = f'PREFIX="${{RPM_INSTALL_PREFIX0:-{prefix}}}"'
-    post = f"""{head}
-{install}
-exit 0
-"""
-    preun = f"""{head}
-# $1 is how many instances remain: 0 on removal, 1 on upgrade.
-if [ "$1" = 0 ]; then
-    kept=""
-    for other in {others}; do
-        rpm -q --quiet "$other" && kept=yes
-    done
-    if [ -z "$kept" ]; then
-    {remove}
-    fi
-fi
-exit 0
-"""
-    return {"postinst": post, "prerm": preun}
+    return fmt.maintainer_scripts(
+        _alternatives(spec, '"$PREFIX"', major), plan.prefix, rank, siblings
+    )

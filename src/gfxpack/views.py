@@ -10,12 +10,13 @@ file wording.
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from itertools import groupby
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from gfxpack.errors import GfxpackError
+from gfxpack.formats.package_format import DEB, FORMATS, RPM, PackageFormat
 from gfxpack.plan.model import (
     Dep,
     Kind,
@@ -28,12 +29,11 @@ from gfxpack.plan.model import (
     ReleasePlan,
     Req,
     Severity,
-    render,
+    Variant,
 )
-from gfxpack.plan.naming import FORMATS
-from gfxpack.relations import InvalidRelation, Relation, parse_deb, parse_rpm
+from gfxpack.relations import InvalidRelation, Relation
 
-StrEnumT = TypeVar("StrEnumT", Kind, Mode, PinPolicy, Severity)
+StrEnumT = TypeVar("StrEnumT", Kind, Mode, PinPolicy, Severity, Variant)
 
 # --- tree --------------------------------------------------------------------
 
@@ -55,7 +55,7 @@ _ALIAS_OF = {
 }
 
 
-def tree(plan: ReleasePlan, root: str, fmt: str = "deb") -> str:
+def tree(plan: ReleasePlan, root: str, fmt: PackageFormat = DEB) -> str:
     """The dependency tree under one package, each edge with its pin."""
     package = plan.get(root)
     if package is None:
@@ -68,7 +68,7 @@ def tree(plan: ReleasePlan, root: str, fmt: str = "deb") -> str:
 def _tree_body(
     plan: ReleasePlan,
     package: PlannedPackage,
-    fmt: str,
+    fmt: PackageFormat,
     prefix: str,
     shown: set[str],
     lines: list[str],
@@ -86,7 +86,7 @@ def _tree_body(
         child = plan.by_key.get(req.target) if req.target and len(dep) == 1 else None
         if child is not None and child.base == package.base and child.key not in shown:
             shown.add(child.key)
-            lines.append(f"{prefix}{connector}{req.render(fmt)} ({child.kind.label})")
+            lines.append(f"{prefix}{connector}{fmt.render((req,))} ({child.kind.label})")
             _tree_body(plan, child, fmt, prefix + ("    " if last else "│   "), shown, lines)
             if not last:
                 lines.append(prefix + "│")
@@ -94,7 +94,9 @@ def _tree_body(
             lines.append(f"{prefix}{connector}{_leaf(dep, fmt)}{suffix}")
 
 
-def _tree_children(package: PlannedPackage, fmt: str) -> list[tuple[Req, tuple[Req, ...], str]]:
+def _tree_children(
+    package: PlannedPackage, fmt: PackageFormat
+) -> list[tuple[Req, tuple[Req, ...], str]]:
     relations = package.relations(fmt)
     children = [(dep[0], dep, "") for dep in relations.depends]
     children += [(dep[0], dep, " [recommended]") for dep in relations.recommends]
@@ -102,13 +104,13 @@ def _tree_children(package: PlannedPackage, fmt: str) -> list[tuple[Req, tuple[R
     return children
 
 
-def _leaf(dep: tuple[Req, ...], fmt: str) -> str:
+def _leaf(dep: tuple[Req, ...], fmt: PackageFormat) -> str:
     """A dependency as the package states it, pin included (``amdrocm-runtime8.2 (>= 8.2.0-1)``),
     and the rule that made it."""
     if len(dep) > 1:
-        return " | ".join(req.render(fmt) for req in dep) + " (alternatives)"
+        return " | ".join(fmt.render((req,)) for req in dep) + " (alternatives)"
     req = dep[0]
-    return f"{req.render(fmt)} ({req.reason})"
+    return f"{fmt.render((req,))} ({req.reason})"
 
 
 def _annotations(plan: ReleasePlan, package: PlannedPackage) -> list[str]:
@@ -153,7 +155,7 @@ _FILES = {
 }
 
 
-def table(plan: ReleasePlan, base: str, fmt: str = "deb") -> str:
+def table(plan: ReleasePlan, base: str, fmt: PackageFormat = DEB) -> str:
     """One base's "Package Generation" table (Markdown): name, type, files and the direct
     dependencies with their pins; Recommends and Suggests columns when the family has any."""
     family = plan.family(base)
@@ -163,24 +165,23 @@ def table(plan: ReleasePlan, base: str, fmt: str = "deb") -> str:
         for title, list_name in (("Recommends", "recommends"), ("Suggests", "suggests"))
         if any(getattr(package.relations(fmt), list_name) for package in family)
     ]
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for package in family:
         relations = package.relations(fmt)
         row = [
             f"`{package.name(fmt)}`",
             package.kind.title,
             _FILES.get(package.kind, "None") if package.has_files else "None",
-            ", ".join(render(dep, fmt) for dep in relations.depends),
+            ", ".join(fmt.render(dep) for dep in relations.depends),
         ]
-        row += [", ".join(render(dep, fmt) for dep in getattr(relations, n)) for _, n in extra]
+        row += [", ".join(fmt.render(dep) for dep in getattr(relations, n)) for _, n in extra]
         rows.append(tuple(row))
     return markdown_table((*header, *(title for title, _ in extra)), rows)
 
 
-def markdown_table(header: Iterable[str], rows: list[tuple[str, ...]]) -> str:
+def markdown_table(header: Iterable[str], rows: Sequence[tuple[str, ...]]) -> str:
     header = tuple(header)
-    cells = [header, *((cell.replace("|", "\\|") for cell in row) for row in rows)]
-    cells = [tuple(row) for row in cells]
+    cells = [header, *(tuple(cell.replace("|", "\\|") for cell in row) for row in rows)]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(cells[0], widths, strict=True)) + " |"]
     lines.append("| " + " | ".join("-" * w for w in widths) + " |")
@@ -191,17 +192,16 @@ def markdown_table(header: Iterable[str], rows: list[tuple[str, ...]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def tables(plan: ReleasePlan, fmt: str = "deb") -> str:
+def tables(plan: ReleasePlan, fmt: PackageFormat = DEB) -> str:
     return "\n".join(f"### {base}\n\n{table(plan, base, fmt)}" for base in plan.specs)
 
 
 # --- json ----------------------------------------------------------------------
 
-_RPM_FIELDS = {"depends": "requires", "replaces": "obsoletes"}
 _LISTS = ("depends", "recommends", "suggests", "provides", "conflicts", "replaces")
 
 
-def to_json(plan: ReleasePlan, packages: Iterable[PlannedPackage] | None = None) -> dict:
+def to_json(plan: ReleasePlan, packages: Iterable[PlannedPackage] | None = None) -> dict[str, Any]:
     """The plan as the documented JSON contract (other keys may be added)."""
     return {
         "rocm_version": plan.rocm_version,
@@ -225,8 +225,8 @@ def to_json(plan: ReleasePlan, packages: Iterable[PlannedPackage] | None = None)
     }
 
 
-def _package_json(package: PlannedPackage) -> dict:
-    entry = {
+def _package_json(package: PlannedPackage) -> dict[str, Any]:
+    entry: dict[str, Any] = {
         "name": package.key,
         "base": package.base,
         "kind": str(package.kind),
@@ -235,11 +235,11 @@ def _package_json(package: PlannedPackage) -> dict:
     }
     for fmt in FORMATS:
         relations = package.relations(fmt)
-        fields = {"name": relations.name}
+        fields: dict[str, Any] = {"name": relations.name}
         for list_name in _LISTS:
-            key = _RPM_FIELDS.get(list_name, list_name) if fmt == "rpm" else list_name
-            fields[key] = [render(dep, fmt) for dep in getattr(relations, list_name)]
-        entry[fmt] = fields
+            key = fmt.field_name(list_name)
+            fields[key] = [fmt.render(dep) for dep in getattr(relations, list_name)]
+        entry[fmt.name] = fields
     return entry
 
 
@@ -311,7 +311,7 @@ class _Json:
 def _from_json(data: _Json) -> ReleasePlan:
     entries = data["packages"].items()
     keys = {
-        fmt: {entry[fmt]["name"].text(): entry["name"].text() for entry in entries}
+        fmt: {entry[fmt.name]["name"].text(): entry["name"].text() for entry in entries}
         for fmt in FORMATS
     }
     packages = tuple(
@@ -321,12 +321,12 @@ def _from_json(data: _Json) -> ReleasePlan:
             kind=entry["kind"].choice(Kind),
             arch=entry["arch"].optional_text(),
             has_files=bool(entry["has_files"].value),
-            deb=_relations_from_json(entry["deb"], "deb", keys["deb"]),
-            rpm=_relations_from_json(entry["rpm"], "rpm", keys["rpm"]),
+            deb=_relations_from_json(entry[DEB.name], DEB, keys[DEB]),
+            rpm=_relations_from_json(entry[RPM.name], RPM, keys[RPM]),
         )
         for entry in entries
     )
-    if len(keys["rpm"]) != len(packages):
+    if len(keys[RPM]) != len(packages):
         raise _Unexpected("/packages: two packages have one name")
     targets = data["targets"].texts()
     return ReleasePlan(
@@ -336,7 +336,7 @@ def _from_json(data: _Json) -> ReleasePlan:
         targets=targets,
         arches=data.get("arches", list(targets)).texts(),
         prefix=data.get("prefix", "").text(),
-        variant=data.get("variant", "").text(),
+        variant=data.get("variant", "").choice(Variant),
         pin_policy=data.get("pin_policy", "family").choice(PinPolicy),
         packages=packages,
         notes=tuple(
@@ -348,16 +348,17 @@ def _from_json(data: _Json) -> ReleasePlan:
     )
 
 
-def _relations_from_json(fields: _Json, fmt: str, keys: dict[str, str]) -> PackageRelations:
-    parse = parse_deb if fmt == "deb" else parse_rpm
+def _relations_from_json(
+    fields: _Json, fmt: PackageFormat, keys: dict[str, str]
+) -> PackageRelations:
     lists: dict[str, tuple[Dep, ...]] = {}
     for list_name in _LISTS:
-        key = _RPM_FIELDS.get(list_name, list_name) if fmt == "rpm" else list_name
+        key = fmt.field_name(list_name)
         declared = list_name in ("provides", "conflicts", "replaces")
         deps = []
         for item in fields.get(key, []).items():
             try:
-                relation = parse(item.text())
+                relation = fmt.parse(item.text())
             except InvalidRelation as e:
                 raise _Unexpected(f"{item.pointer}: {e}") from None
             deps.append(_dep_from_relation(relation, keys, declared))
@@ -379,7 +380,7 @@ def _dep_from_relation(relation: Relation, keys: dict[str, str], declared: bool)
     return tuple(reqs)
 
 
-def dumps(data: dict) -> str:
+def dumps(data: object) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -410,7 +411,7 @@ _OPERATORS = {"=": "=", ">=": "≥", "<=": "≤", ">": ">", "<": "<"}
 def dot(
     plan: ReleasePlan,
     packages: Iterable[PlannedPackage] | None = None,
-    fmt: str = "deb",
+    fmt: PackageFormat = DEB,
     focus: str | None = None,
     legend: bool = True,
 ) -> str:
@@ -481,7 +482,7 @@ def _relation_edges(
     field: str,
     index: int,
     dep: Dep,
-    fmt: str,
+    fmt: PackageFormat,
     drawn: set[str],
     leaves: dict[str, str],
 ) -> list[str]:
@@ -501,7 +502,9 @@ def _relation_edges(
     return lines
 
 
-def _node(plan: ReleasePlan, req: Req, fmt: str, drawn: set[str], leaves: dict[str, str]) -> str:
+def _node(
+    plan: ReleasePlan, req: Req, fmt: PackageFormat, drawn: set[str], leaves: dict[str, str]
+) -> str:
     """The node an alternative points at, added to ``leaves`` if it is not drawn."""
     if req.target is not None:
         node = _quote(req.target)
@@ -592,7 +595,7 @@ def family(plan: ReleasePlan, name: str) -> tuple[str | None, list[PlannedPackag
     return (package.key if package is not None else None), members
 
 
-def reachable(plan: ReleasePlan, root: str, fmt: str = "deb") -> list[PlannedPackage]:
+def reachable(plan: ReleasePlan, root: str, fmt: PackageFormat = DEB) -> list[PlannedPackage]:
     """Packages reachable from ``root`` over Depends, in plan order."""
     start = plan.get(root)
     if start is None:
@@ -607,8 +610,33 @@ def reachable(plan: ReleasePlan, root: str, fmt: str = "deb") -> list[PlannedPac
     return [p for p in plan.packages if p.key in seen]
 
 
-# --- summary -----------------------------------------------------------------------
+# --- summary ---------------------------------------------------------------------
 
 
-def kind_counts(plan: ReleasePlan) -> Counter[Kind]:
-    return Counter(package.kind for package in plan.packages)
+@dataclass(frozen=True, slots=True)
+class KindCount:
+    """How many packages of one kind, with files, and their relations per format."""
+
+    kind: Kind
+    packages: int
+    with_files: int
+    depends: dict[PackageFormat, int]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSummary:
+    bases: int
+    packages: int
+    kinds: tuple[KindCount, ...]  # in Kind order, kinds with no package left out
+
+
+def summary(plan: ReleasePlan, packages: Iterable[PlannedPackage] | None = None) -> PlanSummary:
+    """The counts ``gfxpack plan`` prints, of the plan or of ``packages``."""
+    chosen = list(plan.packages if packages is None else packages)
+    kinds = []
+    for kind in Kind:
+        of_kind = [p for p in chosen if p.kind is kind]
+        if of_kind:
+            depends = {fmt: sum(len(p.relations(fmt).depends) for p in of_kind) for fmt in FORMATS}
+            kinds.append(KindCount(kind, len(of_kind), sum(p.has_files for p in of_kind), depends))
+    return PlanSummary(len({p.base for p in chosen}), len(chosen), tuple(kinds))

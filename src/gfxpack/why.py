@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gfxpack.verify import FORMATS, formats_in
+from gfxpack.formats import PackageFormat
+from gfxpack.verify import formats_in
 from gfxpack.verify.resolution import Hop, resolve, select
 from gfxpack.verify.rules import RULES, arch_of
 from gfxpack.verify.system import VerifyError, read_system
@@ -24,7 +25,7 @@ ARROW = " → "
 
 @dataclass
 class Answer:
-    fmt: str
+    fmt: PackageFormat
     package: str  # name (version) of the package asked about
     install: list[str]
     installed: bool
@@ -34,7 +35,7 @@ class Answer:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "format": self.fmt,
+            "format": self.fmt.name,
             "package": self.package,
             "install": self.install,
             "installed": self.installed,
@@ -67,7 +68,7 @@ def why(
     root: Path,
     install: list[str],
     package: str,
-    fmt: str | None = None,
+    fmt: PackageFormat | None = None,
     system: Path | None = None,
     suite: str | None = None,
 ) -> list[Answer]:
@@ -175,4 +176,4 @@ def _kept_out(universe: Universe, world: set[int], target: int, required_by: lis
     return "no package of the repository requires it"
 
 
-__all__ = ["FORMATS", "Answer", "chain_text", "explain", "why"]
+__all__ = ["Answer", "chain_text", "explain", "why"]

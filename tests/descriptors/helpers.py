@@ -6,7 +6,7 @@ import copy
 import json
 from pathlib import Path
 
-from gfxpack.descriptors import EngineNames, Severity, SymbolRegistry, load_validated
+from gfxpack.descriptors import EngineNames, Level, SymbolRegistry, load_validated
 
 KMD, UHD, UED, UMD_GRAPH, UMD_KERNEL, UDD, KDP, K1, K2, K3, UKD = range(1, 12)
 
@@ -145,7 +145,7 @@ def found(result, code: str) -> list[str]:
     return [d.message for d in result.diagnostics.items if d.code == code]
 
 
-def problems(result, at_least: Severity = Severity.WARN) -> list[str]:
+def problems(result, at_least: Level = Level.WARN) -> list[str]:
     return [d.code for d in result.diagnostics.items if d.severity >= at_least]
 
 

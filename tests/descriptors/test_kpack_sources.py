@@ -7,6 +7,9 @@ import hashlib
 
 import pytest
 
+from gfxpack.descriptors import Diagnostics
+from gfxpack.descriptors.loader import build_catalog
+from gfxpack.descriptors.resolve import Resolver
 from gfxpack.kpack import write_kpack
 from tests.descriptors.helpers import KDP, UKD, found, load, make_set_documents, problems, uid
 from tests.descriptors.helpers import write_tree as write
@@ -283,3 +286,37 @@ def test_a_library_outside_the_tree_is_rejected(tmp_path):
         f"'a.f32_64' names library \"../../../elsewhere/x.kpack\", which resolves outside the "
         f'descriptor tree "{tmp_path}/root"'
     ]
+
+
+class _Archives:
+    """An ArchiveSource of values: path -> {(toc_key, arch): code}."""
+
+    def __init__(self, archives: dict[str, dict[tuple[str, str], bytes]]):
+        self.archives = archives
+
+    def exists(self, path):
+        return path in self.archives
+
+    def arches(self, path, toc_key):
+        return [arch for key, arch in self.archives[path] if key == toc_key]
+
+    def digest(self, path, toc_key, arch):
+        return hashlib.sha256(self.archives[path][toc_key, arch]).hexdigest()
+
+
+def _resolve_from(tmp_path, code: bytes):
+    packaged_tree(tmp_path, archive=False)
+    diags = Diagnostics()
+    catalog = build_catalog([tmp_path], diags)
+    library = str(tmp_path / "gfx942/kpack/hip_kernel_provider_gfx942.kpack")
+    archives = _Archives({library: {("pointwise_add.f32", "gfx942"): code}})
+    return Resolver(catalog, diags, archives).run(), diags
+
+
+def test_the_resolver_reads_archives_through_the_source_it_is_given(tmp_path):
+    # No archive on disk: the resolver asks only the source it was handed.
+    sets, diags = _resolve_from(tmp_path, CODE)
+    assert [k.name for k in sets[0].packs[0].kernels] == ["a.f32_64"]
+    assert not [d for d in diags.items if d.code.startswith("D42")]
+    sets, diags = _resolve_from(tmp_path / "other", b"other code")
+    assert [d.code for d in diags.items if d.code.startswith("D42")] == ["D423"]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gfxpack.descriptors import Severity
+from gfxpack.descriptors import Level
 from gfxpack.descriptors.jsonc import JsoncError, loads
 from gfxpack.descriptors.types import SUFFIXES
 from tests.descriptors.helpers import (
@@ -323,7 +323,7 @@ def test_an_unsupported_version_warns_and_skips(tmp_path, version):
         f'"{tmp_path}/a.ued.json" declares .ued.json version {version}; this build reads 1.0 and '
         "earlier minors; skipping"
     ]
-    assert problems(result, Severity.ERROR) == ["D409"]  # its pack now names no engine
+    assert problems(result, Level.ERROR) == ["D409"]  # its pack now names no engine
     assert list(summary(result)) == ["test:EngineB"]
 
 

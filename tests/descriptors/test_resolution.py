@@ -8,7 +8,7 @@ import shutil
 
 from gfxpack.descriptors import (
     Diagnostics,
-    Severity,
+    Level,
     engine_hex,
     engine_id,
     provider_roots,
@@ -457,7 +457,7 @@ def test_provider_roots_follow_the_environment(tmp_path):
         diags=diags,
     )
     assert roots == [installed]
-    assert [d.message for d in diags.at_least(Severity.WARN)] == [
+    assert [d.message for d in diags.at_least(Level.WARN)] == [
         f'HIPDNN_DESCRIPTOR_DIR "{tmp_path / "no"}" is not a directory; ignoring it',
         f'HIPDNN_DESCRIPTOR_RUNTIME_DIR "{tmp_path / "nor"}" is not a directory; ignoring it',
     ]

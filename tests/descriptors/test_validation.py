@@ -168,8 +168,8 @@ def test_symbol_registry_files(tmp_path):
         "dispatch a.dispatch\nscore a.score  # the heuristic\n"
     )
     root = write_tree(tmp_path / "tree", make_set_documents())
-    for path in (as_json, as_text):
-        assert summary(load(root, registry=SymbolRegistry.from_file(path))) == CANONICAL
+    loaded = [summary(load(root, registry=SymbolRegistry.from_file(p))) for p in (as_json, as_text)]
+    assert loaded == [CANONICAL, CANONICAL]
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gfxpack.plan import Kind, render
+from gfxpack.formats import DEB
+from gfxpack.plan import Kind
 from gfxpack.views import reachable
 from tests.conftest import dpkg_root, run
 
@@ -28,14 +29,16 @@ def field(deb: Path, name: str) -> str:
 
 
 def test_fields_agree_with_the_plan(example_release):
-    for key, deb in example_release.files("deb").items():
+    files = example_release.files("deb")
+    assert len(files) == len(example_release.plan.packages)
+    for key, deb in files.items():
         package = example_release.plan.by_key[key]
         spec = example_release.plan.specs[package.base]
         assert field(deb, "Package") == package.deb.name
         assert field(deb, "Version") == "8.2.0-1"
         assert field(deb, "Architecture") == spec.architecture
         for name, attribute in FIELDS.items():
-            expected = ", ".join(render(dep, "deb") for dep in getattr(package.deb, attribute))
+            expected = ", ".join(DEB.render(dep) for dep in getattr(package.deb, attribute))
             assert field(deb, name) == expected, f"{deb.name} {name}"
 
 
@@ -59,7 +62,9 @@ def _contents(deb: Path) -> dict[str, str]:
 
 
 def test_contents_are_the_routed_entries(example_release):
-    for key, deb in example_release.files("deb").items():
+    files = example_release.files("deb")
+    assert any(example_release.routed.get(key) for key in files)
+    for key, deb in files.items():
         listed = _contents(deb)
         routed = {e.path: e.kind for e in example_release.routed.get(key, ())}
         for path, kind in routed.items():
@@ -71,9 +76,13 @@ def test_contents_are_the_routed_entries(example_release):
 
 
 def test_metapackages_own_no_files(example_release):
-    for key, deb in example_release.files("deb").items():
-        if not example_release.plan.by_key[key].has_files:
-            assert set(_contents(deb)) == {"/"}, deb.name
+    metas = [
+        deb
+        for key, deb in example_release.files("deb").items()
+        if not example_release.plan.by_key[key].has_files
+    ]
+    assert metas
+    assert {deb.name: set(_contents(deb)) for deb in metas} == {deb.name: {"/"} for deb in metas}
 
 
 @pytest.mark.parametrize(

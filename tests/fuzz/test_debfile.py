@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gfxpack.formats import DEB
 from gfxpack.repo.debfile import InvalidDeb, parse_control, parse_stanzas, read_deb
 from tests.fuzz.conftest import corpus, fuzz_settings
 from tests.fuzz.mutation import mutated
@@ -32,7 +33,7 @@ def _exercise(data: bytes) -> None:
 def original(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     folder = tmp_path_factory.mktemp("deb")
     files = ("/opt/rocm/lib/libx.so", "/opt/rocm/share/doc/x/README")
-    return write_package(folder, "deb", "fuzz", files=files).read_bytes()
+    return write_package(folder, DEB, "fuzz", files=files).read_bytes()
 
 
 def test_mutated_deb_raises_only_invalid_deb(original: bytes) -> None:

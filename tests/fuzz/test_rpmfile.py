@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 
+from gfxpack.formats import RPM
 from gfxpack.repo.rpmfile import RPM_NAME, RPM_VERSION, InvalidRpm, read_rpm
 from tests.fuzz.conftest import corpus, fuzz_settings
 from tests.fuzz.mutation import mutated
@@ -30,7 +31,7 @@ def _exercise(data: bytes) -> None:
 @pytest.fixture(scope="module")
 def original(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     folder = tmp_path_factory.mktemp("rpm")
-    return write_package(folder, "rpm", "fuzz", files=("/opt/rocm/lib/libx.so",)).read_bytes()
+    return write_package(folder, RPM, "fuzz", files=("/opt/rocm/lib/libx.so",)).read_bytes()
 
 
 def test_mutated_rpm_raises_only_invalid_rpm(original: bytes) -> None:

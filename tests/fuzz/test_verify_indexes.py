@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 
 from gfxpack.errors import GfxpackError
+from gfxpack.formats import DEB, FORMATS, RPM, PackageFormat
 from gfxpack.repo import publish
 from gfxpack.verify.system import read_system
 from gfxpack.verify.universe import load
@@ -26,14 +27,14 @@ REPOMD = "rpm/repodata/repomd.xml"
 @pytest.fixture(scope="module")
 def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("fuzz-repo")
-    for fmt in ("deb", "rpm"):
+    for fmt in FORMATS:
         for name, options in gfxarch_set().items():
             write_package(folder / "build", fmt, name, **options)
     publish(folder / "build", folder / "repo", "stable", 1_700_000_000)
     return folder / "repo"
 
 
-def _load(root: Path, fmt: str) -> None:
+def _load(root: Path, fmt: PackageFormat) -> None:
     """Load as verify does; only gfxpack's errors may come out."""
     try:
         universe = load(root, fmt, read_system(None, fmt))
@@ -46,17 +47,17 @@ def _load(root: Path, fmt: str) -> None:
 def _exercise(reader: str, root: Path, data: bytes) -> None:
     if reader == "release":
         (root / RELEASE).write_bytes(data)
-        _load(root, "deb")
+        _load(root, DEB)
     elif reader == "packages":
         # A Release that vouches for these bytes, so the parser is reached.
         (root / PACKAGES).write_bytes(data)
         digest = hashlib.sha256(data).hexdigest()
         release = f"Suite: stable\nSHA256:\n {digest} {len(data)} main/binary-amd64/Packages\n"
         (root / RELEASE).write_text(release)
-        _load(root, "deb")
+        _load(root, DEB)
     else:
         (root / REPOMD).write_bytes(data)
-        _load(root, "rpm")
+        _load(root, RPM)
 
 
 @pytest.mark.parametrize(

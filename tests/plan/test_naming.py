@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gfxpack.formats import DEB, RPM
 from gfxpack.plan.naming import (
     InvalidName,
     Naming,
@@ -61,22 +62,22 @@ def test_bad_target(target):
 
 def test_names_per_format():
     n = Naming("8.2")
-    assert n.host("amdrocm-blas", "deb") == "amdrocm-blas-host8.2"
-    assert n.versioned("amdrocm-blas", "deb", "gfx942") == "amdrocm-blas8.2-gfx942"
-    assert n.versioned("amdrocm-blas-devel", "deb") == "amdrocm-blas-dev8.2"
-    assert n.versioned("amdrocm-blas-devel", "rpm") == "amdrocm-blas-devel8.2"
-    assert n.versioned("amdrocm-core-devel", "deb", "gfx1100") == "amdrocm-core-dev8.2-gfx1100"
-    assert n.non_versioned("amdrocm-blas-devel", "deb") == "amdrocm-blas-dev"
-    assert n.non_versioned("amdrocm-blas", "rpm", "gfx94x") == "amdrocm-blas-gfx94x"
+    assert n.host("amdrocm-blas", DEB) == "amdrocm-blas-host8.2"
+    assert n.versioned("amdrocm-blas", DEB, "gfx942") == "amdrocm-blas8.2-gfx942"
+    assert n.versioned("amdrocm-blas-devel", DEB) == "amdrocm-blas-dev8.2"
+    assert n.versioned("amdrocm-blas-devel", RPM) == "amdrocm-blas-devel8.2"
+    assert n.versioned("amdrocm-core-devel", DEB, "gfx1100") == "amdrocm-core-dev8.2-gfx1100"
+    assert n.non_versioned("amdrocm-blas-devel", DEB) == "amdrocm-blas-dev"
+    assert n.non_versioned("amdrocm-blas", RPM, "gfx94x") == "amdrocm-blas-gfx94x"
 
 
 def test_asan_names():
     n = Naming("7.15", asan=True)
-    assert n.versioned("amdrocm-core", "rpm") == "amdrocm-core-asan7.15"
-    assert n.host("amdrocm-fft", "deb") == "amdrocm-fft-host-asan7.15"
-    assert n.versioned("amdrocm-fft", "deb", "gfx1100") == "amdrocm-fft-asan7.15-gfx1100"
-    assert n.non_versioned("amdrocm-fft", "deb") == "amdrocm-fft-asan"
-    assert n.versioned("amdrocm-fft-devel", "deb") == "amdrocm-fft-dev-asan7.15"
+    assert n.versioned("amdrocm-core", RPM) == "amdrocm-core-asan7.15"
+    assert n.host("amdrocm-fft", DEB) == "amdrocm-fft-host-asan7.15"
+    assert n.versioned("amdrocm-fft", DEB, "gfx1100") == "amdrocm-fft-asan7.15-gfx1100"
+    assert n.non_versioned("amdrocm-fft", DEB) == "amdrocm-fft-asan"
+    assert n.versioned("amdrocm-fft-devel", DEB) == "amdrocm-fft-dev-asan7.15"
 
 
 @pytest.mark.parametrize(

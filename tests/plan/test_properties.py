@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gfxpack.config import ArtifactSource, ArtifactSubdir, PackageSpec, Relations
+from gfxpack.formats import FORMATS
 from gfxpack.plan import ArtifactIndex, Kind, plan
 from gfxpack.relations import parse_deb, parse_rpm
 
@@ -74,12 +75,15 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 def test_no_cross_arch_edge(release):
     specs, targets, index, _ = release
     result = plan(specs, targets, "8.2.0", artifacts=index)
-    for package in result.packages:
-        if package.kind not in (Kind.DEVICE, Kind.ARCH_META):
-            continue
-        for fmt in ("deb", "rpm"):
-            for req in package.relations(fmt).edges():
-                assert result.by_key[req.target].arch in (None, package.arch)
+    crossing = [
+        (package.key, req.target)
+        for package in result.packages
+        if package.kind in (Kind.DEVICE, Kind.ARCH_META)
+        for fmt in FORMATS
+        for req in package.relations(fmt).edges()
+        if result.by_key[req.target].arch not in (None, package.arch)
+    ]
+    assert crossing == []
 
 
 @SETTINGS
@@ -87,8 +91,9 @@ def test_no_cross_arch_edge(release):
 def test_every_amdrocm_edge_resolves_inside_the_plan(release):
     specs, targets, index, _ = release
     result = plan(specs, targets, "8.2.0", artifacts=index)
+    assert result.packages  # every buildable base yields at least two
     for package in result.packages:
-        for fmt in ("deb", "rpm"):
+        for fmt in FORMATS:
             for _, deps in package.relations(fmt).dependency_lists():
                 for req in (r for dep in deps for r in dep):
                     if req.name.startswith("amdrocm"):
@@ -104,6 +109,7 @@ def test_package_counts_per_type(release):
     specs, targets, index, content = release
     result = plan(specs, targets, "8.2.0", artifacts=index)
     n = len(targets)
+    assert {p.base for p in result.packages} == {spec.name for spec in specs}
     for spec in specs:
         family = result.family(spec.name)
         kinds = [p.kind for p in family]
@@ -128,8 +134,10 @@ def test_package_counts_per_type(release):
 def test_devices_depend_on_their_own_host_exactly(release):
     specs, targets, index, _ = release
     result = plan(specs, targets, "8.2.0", artifacts=index)
-    for package in result.packages:
-        if package.kind is Kind.DEVICE:
-            (first,) = package.rpm.depends[0]
-            host = result.by_key[first.target]
-            assert (host.kind, host.base, first.op) == (Kind.HOST, package.base, "=")
+    devices = [p for p in result.packages if p.kind is Kind.DEVICE]
+    pins = []
+    for package in devices:
+        (first,) = package.rpm.depends[0]
+        host = result.by_key[first.target]
+        pins.append((host.kind, host.base, first.op))
+    assert pins == [(Kind.HOST, package.base, "=") for package in devices]

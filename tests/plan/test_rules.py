@@ -7,16 +7,18 @@ import json
 import pytest
 
 from gfxpack.config import parse_config
+from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.plan import (
     ArtifactIndex,
     Kind,
+    MissingDependencies,
     Mode,
     PinPolicy,
     PlanError,
     PlanOptions,
     Severity,
+    Variant,
     plan,
-    render,
 )
 
 TARGETS = ("gfx1100", "gfx942")
@@ -40,13 +42,13 @@ def pkg(name, deps=(), gfx=False, meta=False, **extra):
     return entry
 
 
-def depends(release_plan, name, fmt="deb", field="depends"):
+def depends(release_plan, name, fmt=DEB, field="depends"):
     package = release_plan.get(name)
     assert package is not None, f"{name} not planned"
-    return [render(dep, fmt) for dep in getattr(package.relations(fmt), field)]
+    return [fmt.render(dep) for dep in getattr(package.relations(fmt), field)]
 
 
-def names(release_plan, fmt="deb"):
+def names(release_plan, fmt=DEB):
     return [p.name(fmt) for p in release_plan.packages]
 
 
@@ -63,7 +65,7 @@ RUNTIME_SET = [
 
 def test_devel_on_non_gfxarch_runtime_is_the_versioned_package():
     p = plan(specs(*RUNTIME_SET, pkg("amdrocm-llvm-devel", ["amdrocm-llvm"])), TARGETS, "8.2.0")
-    assert depends(p, "amdrocm-llvm-devel8.2", "rpm") == ["amdrocm-llvm8.2 >= 8.2.0-1"]
+    assert depends(p, "amdrocm-llvm-devel8.2", RPM) == ["amdrocm-llvm8.2 >= 8.2.0-1"]
     assert depends(p, "amdrocm-llvm-dev8.2") == ["amdrocm-llvm8.2 (>= 8.2.0-1)"]
 
 
@@ -106,7 +108,7 @@ def test_devel_meta_depends_on_devels_and_its_runtime_meta():
         "amdrocm-blas-dev8.2 (= 8.2.0-1)",
         "amdrocm-rand-dev8.2 (= 8.2.0-1)",
     ]
-    assert depends(p, "amdrocm-core-devel8.2", "rpm")[0] == "amdrocm-core8.2 = 8.2.0-1"
+    assert depends(p, "amdrocm-core-devel8.2", RPM)[0] == "amdrocm-core8.2 = 8.2.0-1"
     assert p.get("amdrocm-core-devel8.2").kind is Kind.VERSIONED_META
     assert len(p.family("amdrocm-core-devel")) == 2
 
@@ -133,7 +135,7 @@ def test_deb_dev_spelling_in_depends_resolves_to_the_devel_base():
     ]
     p = plan(specs(*entries), TARGETS, "8.2.0")
     assert depends(p, "amdrocm-sdk8.2") == ["amdrocm-blas-dev8.2 (= 8.2.0-1)"]
-    assert depends(p, "amdrocm-sdk8.2", "rpm") == ["amdrocm-blas-devel8.2 = 8.2.0-1"]
+    assert depends(p, "amdrocm-sdk8.2", RPM) == ["amdrocm-blas-devel8.2 = 8.2.0-1"]
 
 
 # --- Decision 1: host -> host variant; device -> same arch ----------------------------
@@ -197,10 +199,10 @@ def test_provides_conflicts_replaces_on_the_non_versioned_package_only():
     ]
     p = plan(specs(*entries), TARGETS, "8.2.0")
     alias = p.get("amdrocm-runtime-devel")
-    assert [render(d, "deb") for d in alias.deb.replaces] == ["amdrocm-hip-dev"]
-    assert [render(d, "rpm") for d in alias.rpm.replaces] == ["amdrocm-hip-devel < 7.0"]
-    assert [render(d, "deb") for d in alias.deb.provides] == ["hip-dev"]  # as upstream renames
-    assert [render(d, "rpm") for d in alias.rpm.conflicts] == ["hip-devel"]
+    assert [DEB.render(d) for d in alias.deb.replaces] == ["amdrocm-hip-dev"]
+    assert [RPM.render(d) for d in alias.rpm.replaces] == ["amdrocm-hip-devel < 7.0"]
+    assert [DEB.render(d) for d in alias.deb.provides] == ["hip-dev"]  # as upstream renames
+    assert [RPM.render(d) for d in alias.rpm.conflicts] == ["hip-devel"]
     versioned = p.get("amdrocm-runtime-devel8.2")
     assert versioned.deb.provides == versioned.deb.conflicts == versioned.deb.replaces == ()
 
@@ -215,7 +217,7 @@ def test_system_alternatives_and_constraints_pass_verbatim():
     ]
     p = plan(specs(*entries), TARGETS, "8.2.0")
     assert depends(p, "amdrocm-llvm8.2") == ["libstdc++6 | libstdc++8", "python3 (>= 3.6.8)"]
-    assert depends(p, "amdrocm-llvm8.2", "rpm") == [
+    assert depends(p, "amdrocm-llvm8.2", RPM) == [
         "(libstdc++ or compat-libstdc++)",
         "python3 >= 3.6.8",
     ]
@@ -235,7 +237,7 @@ def test_alternatives_with_packages_resolve_member_by_member():
     assert depends(p, "amdrocm-app-host8.2") == [
         "amdrocm-blas-host8.2 (>= 8.2.0-1) | amdrocm-rand-host8.2 (>= 8.2.0-1)"
     ]
-    assert depends(p, "amdrocm-app8.2-gfx942", "rpm")[1] == (
+    assert depends(p, "amdrocm-app8.2-gfx942", RPM)[1] == (
         "(amdrocm-blas8.2-gfx942 >= 8.2.0-1 or amdrocm-rand8.2-gfx942 >= 8.2.0-1)"
     )
 
@@ -269,7 +271,12 @@ def test_undefined_and_disabled_dependencies_are_errors_naming_both():
 
 def test_missing_dependencies_can_be_downgraded_to_warnings():
     entries = [pkg("amdrocm-a", ["libc6", "amdrocm-missing"])]
-    p = plan(specs(*entries), TARGETS, "8.2.0", options=PlanOptions(missing_dependencies="warn"))
+    p = plan(
+        specs(*entries),
+        TARGETS,
+        "8.2.0",
+        options=PlanOptions(missing_dependencies=MissingDependencies.WARN),
+    )
     assert depends(p, "amdrocm-a8.2") == ["libc6"]
     assert [n.severity for n in p.notes] == [Severity.WARNING]
     assert "amdrocm-missing" in p.notes[0].message and "omitted" in p.notes[0].message
@@ -313,7 +320,7 @@ def test_family_pin_policy():
 @pytest.mark.parametrize(("policy", "op"), [(PinPolicy.EXACT, "="), (PinPolicy.MINIMUM, ">=")])
 def test_uniform_pin_policies(policy, op):
     p = plan(specs(*BLAS), TARGETS, "8.2.0", options=PlanOptions(pin_policy=policy))
-    ops = {req.op for x in p.packages for fmt in ("deb", "rpm") for req in x.relations(fmt).edges()}
+    ops = {req.op for x in p.packages for fmt in FORMATS for req in x.relations(fmt).edges()}
     assert ops == {op}
 
 
@@ -340,7 +347,7 @@ def test_default_and_custom_prefix():
 
 
 def test_asan_variant_names_and_prefix():
-    p = plan(specs(*BLAS), TARGETS, "7.15.0", options=PlanOptions(variant="asan"))
+    p = plan(specs(*BLAS), TARGETS, "7.15.0", options=PlanOptions(variant=Variant.ASAN))
     assert p.prefix == "/opt/rocm/core-asan-7.15"
     assert "amdrocm-app-host-asan7.15" in names(p)
     assert "amdrocm-app-asan7.15-gfx942" in names(p)
@@ -388,7 +395,7 @@ def test_xnack_targets_merge_into_the_base_arch():
         "amdrocm-blas8.2-gfx942",
         "amdrocm-blas8.2-gfx1100",
     ]
-    assert not any(":" in name for fmt in ("deb", "rpm") for name in names(p, fmt))
+    assert not any(":" in name for fmt in FORMATS for name in names(p, fmt))
 
 
 def test_two_targets_with_one_suffix_are_an_error_naming_both():

@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from gfxpack import views
+from gfxpack.formats import RPM
 from tests.conftest import shared_path
 
 GOLDEN = Path(__file__).parent / "golden" / "seed000"
@@ -175,7 +176,7 @@ def test_trees_and_tables_show_pins(seed_plan):
     assert "└─► amdrocm-blas8.2 (= 8.2.0-1) (meta)" in tree
     assert "├─► amdrocm-runtime8.2 (>= 8.2.0-1) (non-gfxarch)" in tree
     assert "└─► amdrocm-solver8.2-gfx942 (>= 8.2.0-1) (gfxarch → same arch)" in tree
-    rpm_tree = views.tree(seed_plan, "amdrocm-blas", "rpm")
+    rpm_tree = views.tree(seed_plan, "amdrocm-blas", RPM)
     assert "amdrocm-runtime8.2 >= 8.2.0-1 (non-gfxarch)" in rpm_tree
     table = views.table(seed_plan, "amdrocm-blas")
     assert "amdrocm-blas-host8.2 (= 8.2.0-1), amdrocm-solver8.2-gfx942 (>= 8.2.0-1)" in table

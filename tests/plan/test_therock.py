@@ -20,6 +20,7 @@ from gfxpack.artifacts import route, scan
 from gfxpack.build import BuildOptions, build
 from gfxpack.cli import cli
 from gfxpack.config import load_config
+from gfxpack.formats import DEB, FORMATS
 from gfxpack.plan import Kind, Severity, plan
 from gfxpack.plan.checks import cross_arch_edges, dangling_edges
 from gfxpack.plan.rules import is_package_dependency
@@ -73,7 +74,7 @@ def test_every_amdrocm_edge_resolves_and_none_crosses_arches(therock_plan):
     assert list(cross_arch_edges(therock_plan)) == []
     edges = 0
     for package in therock_plan.packages:
-        for fmt in ("deb", "rpm"):
+        for fmt in FORMATS:
             for _, deps in package.relations(fmt).dependency_lists():
                 for req in (req for dep in deps for req in dep):
                     if is_package_dependency(req.name):
@@ -127,7 +128,7 @@ def test_builds_from_a_generated_artifacts_tree(tmp_path):
     assert tree.kpack_split
     assert set(tree.index.targets()) == set(TARGETS)
     release_plan = plan(load_config(config_path).packages, TARGETS, "8.2.0", artifacts=tree.index)
-    options = BuildOptions(formats=("deb",), jobs=2)
+    options = BuildOptions(formats=(DEB,), jobs=2)
     built = build(release_plan, route(release_plan, tree, options.epoch), tmp_path / "out", options)
     index = json.loads((tmp_path / "out" / "index.json").read_text())
     assert len(index["files"]) == len(built) == len(release_plan.packages)

@@ -14,19 +14,17 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from gfxpack.formats import PackageInfo, writer
+from gfxpack.formats import DEB, RPM, PackageFormat, PackageInfo
 from gfxpack.formats.payload import Entry, with_parents
-from gfxpack.relations import parse_deb, render_rpm
+from gfxpack.relations import parse_deb
 from gfxpack.repo import publish
 from gfxpack.verify.system import read_system
 from gfxpack.verify.universe import load
 
-FORMATS = ("deb", "rpm")
-
 
 def write_package(
     out: Path,
-    fmt: str,
+    fmt: PackageFormat,
     name: str,
     version: str = "8.2.0",
     depends: tuple[str, ...] = (),
@@ -35,7 +33,9 @@ def write_package(
 ) -> Path:
     """One package; relations are written in Debian syntax and translated for RPM."""
     relations = {
-        field: tuple(text if fmt == "deb" else render_rpm(parse_deb(text)) for text in values)
+        field: tuple(
+            text if fmt is DEB else fmt.render_relation(parse_deb(text)) for text in values
+        )
         for field, values in (("depends", depends), ("provides", provides))
     }
     entries = with_parents(
@@ -46,7 +46,7 @@ def write_package(
         name=name,
         version=version,
         release="1",
-        arch="amd64" if fmt == "deb" else "x86_64",
+        arch={DEB: "amd64", RPM: "x86_64"}[fmt],
         summary=f"test package {name}",
         description="A package of a hand-made test repository.",
         maintainer="gfxpack tests <tests@example.invalid>",
@@ -54,15 +54,14 @@ def write_package(
         entries=entries,
         **relations,
     )
-    module = writer(fmt)
-    path = out / module.filename(info)
+    path = out / fmt.filename(info)
     out.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as file:
-        module.write(info, file)
+        fmt.write(info, file)
     return path
 
 
-def make_repo(tmp_path: Path, fmt: str, packages: dict[str, dict]) -> Path:
+def make_repo(tmp_path: Path, fmt: PackageFormat, packages: dict[str, dict]) -> Path:
     """Write ``packages`` (name -> write_package keywords) and publish them; the repo root."""
     build = tmp_path / f"build-{fmt}"
     for name, options in packages.items():
@@ -96,7 +95,7 @@ def gfxarch_set(archs=("gfx942", "gfx950")) -> dict[str, dict]:
 
 def rpm_files(repo: Path, steps) -> list[Path]:
     """The .rpm files in ``repo`` of the packages a transaction's ``steps`` bring in."""
-    universe = load(repo, "rpm", read_system(None, "rpm"))
+    universe = load(repo, RPM, read_system(None, RPM))
     wanted = {(step.name, step.version) for step in steps}
     return [
         repo / "rpm" / universe.location(s)

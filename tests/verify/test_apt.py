@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from gfxpack.formats import DEB
 from gfxpack.repo import publish
 from gfxpack.verify import verify
 from gfxpack.verify.rules import arch_of
@@ -19,21 +20,21 @@ pytestmark = pytest.mark.slow
 
 def test_apt_plans_the_gfx942_set_and_agrees_with_libsolv(example_repo, example_release, tmp_path):
     with serve(example_repo / "apt") as url:
-        apt = Apt(tmp_path / "apt", f"deb [trusted=yes] {url} stable main\n", bundled("deb"))
+        apt = Apt(tmp_path / "apt", f"deb [trusted=yes] {url} stable main\n", bundled(DEB))
         apt.run("update")
         for target in ("amdrocm-core8.2-gfx942", "amdrocm-core"):
             planned = apt.simulate(target)
             expected = {p.deb.name for p in reachable(example_release.plan, target)}
             assert set(planned) == expected, target
             assert {action for action, _, _ in planned.values()} == {"install"}
-            (report,) = verify(example_repo, [target], "deb")
+            (report,) = verify(example_repo, [target], DEB)
             assert {s.name for s in report.resolution.steps} == set(planned), target
         assert {arch_of(n) for n in apt.simulate("amdrocm-core8.2-gfx942")} == {None, "gfx942"}
 
 
 def test_apt_downloads_the_set_and_dpkg_installs_it(example_repo, example_release, tmp_path):
     with serve(example_repo / "apt") as url:
-        apt = Apt(tmp_path / "apt", f"deb [trusted=yes] {url} stable main\n", bundled("deb"))
+        apt = Apt(tmp_path / "apt", f"deb [trusted=yes] {url} stable main\n", bundled(DEB))
         apt.run("update")
         debs = apt.download("amdrocm-core8.2-gfx942")
     expected = {p.deb.name for p in reachable(example_release.plan, "amdrocm-core8.2-gfx942")}
@@ -76,9 +77,7 @@ def test_a_signed_repository_is_verified_by_apt(example_release, tmp_path, gnupg
     run("gpgv", "--keyring", str(keyring), str(dist / "InRelease"))
     run("gpgv", "--keyring", str(keyring), str(dist / "Release.gpg"), str(dist / "Release"))
     with serve(root / "apt") as url:
-        apt = Apt(
-            tmp_path / "apt", f"deb [signed-by={keyring}] {url} stable main\n", bundled("deb")
-        )
+        apt = Apt(tmp_path / "apt", f"deb [signed-by={keyring}] {url} stable main\n", bundled(DEB))
         apt.run("update")
         assert "amdrocm-core8.2-gfx942" in apt.simulate("amdrocm-core8.2-gfx942")
         # A Release changed after signing is refused (by a fresh apt, with nothing cached).
@@ -86,7 +85,7 @@ def test_a_signed_repository_is_verified_by_apt(example_release, tmp_path, gnupg
             signed = dist / name
             signed.write_text(signed.read_text().replace("Label: gfxpack", "Label: tampered"))
         fresh = Apt(
-            tmp_path / "apt2", f"deb [signed-by={keyring}] {url} stable main\n", bundled("deb")
+            tmp_path / "apt2", f"deb [signed-by={keyring}] {url} stable main\n", bundled(DEB)
         )
         refused = fresh.run("update", check=False)
     assert refused.returncode != 0
@@ -95,7 +94,7 @@ def test_a_signed_repository_is_verified_by_apt(example_release, tmp_path, gnupg
 
 def test_an_unsigned_repository_needs_trusted_yes(example_repo, tmp_path):
     with serve(example_repo / "apt") as url:
-        apt = Apt(tmp_path / "apt", f"deb {url} stable main\n", bundled("deb"))
+        apt = Apt(tmp_path / "apt", f"deb {url} stable main\n", bundled(DEB))
         refused = apt.run("update", check=False)
     assert refused.returncode != 0
     assert "is not signed" in refused.stderr

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from gfxpack.cli import cli
+from gfxpack.formats import DEB, FORMATS, RPM
 from tests.verify.helpers import gfxarch_set, make_repo, write_package
 
 
@@ -29,11 +30,9 @@ def fails(*args: str) -> str:
 def both(tmp_path) -> Path:
     """One repository root with an apt and an rpm-md repository of the same set."""
     root = tmp_path / "repo"
-    for fmt in ("deb", "rpm"):
-        built = make_repo(tmp_path / fmt, fmt, gfxarch_set())
-        shutil.copytree(
-            built / ("apt" if fmt == "deb" else "rpm"), root / ("apt" if fmt == "deb" else "rpm")
-        )
+    for fmt in FORMATS:
+        built = make_repo(tmp_path / fmt.name, fmt, gfxarch_set())
+        shutil.copytree(built / fmt.repo_dir, root / fmt.repo_dir)
     return root
 
 
@@ -48,7 +47,7 @@ def test_verify_a_directory_without_a_repository(tmp_path):
 
 
 def test_verify_a_format_the_repository_lacks(tmp_path):
-    root = make_repo(tmp_path, "deb", gfxarch_set())
+    root = make_repo(tmp_path, DEB, gfxarch_set())
     assert fails("verify", "--repo", str(root), "--format", "rpm") == (
         f"error: {root}: no rpm repository here (there is: deb)"
     )
@@ -61,7 +60,7 @@ def test_verify_an_unknown_package_suggests_close_names(both):
 
 
 def test_verify_several_suites_need_a_choice(tmp_path):
-    root = make_repo(tmp_path, "deb", gfxarch_set())
+    root = make_repo(tmp_path, DEB, gfxarch_set())
     shutil.copytree(root / "apt/dists/stable", root / "apt/dists/testing")
     assert "2 suites (stable, testing); choose one with --suite" in fails(
         "verify", "--repo", str(root)
@@ -74,14 +73,14 @@ def test_verify_several_suites_need_a_choice(tmp_path):
 
 
 def test_verify_a_packages_index_that_release_does_not_vouch_for(tmp_path):
-    root = make_repo(tmp_path, "deb", gfxarch_set())
+    root = make_repo(tmp_path, DEB, gfxarch_set())
     packages = root / "apt/dists/stable/main/binary-amd64/Packages"
     packages.write_text(packages.read_text().replace("8.2.0-1", "8.2.0-2"))
     assert f"{packages}: does not match the digest" in fails("verify", "--repo", str(root))
 
 
 def test_verify_a_primary_that_repomd_does_not_vouch_for(tmp_path):
-    root = make_repo(tmp_path, "rpm", gfxarch_set())
+    root = make_repo(tmp_path, RPM, gfxarch_set())
     (primary,) = (root / "rpm/repodata").glob("*-primary.xml.gz")
     primary.write_bytes(gzip.compress(gzip.decompress(primary.read_bytes()) + b"\n"))
     assert f"{primary}: does not match the checksum" in fails("verify", "--repo", str(root))
@@ -151,10 +150,10 @@ def test_repo_from_an_index_listing_missing_files(tmp_path):
 
 
 def test_repo_refuses_to_change_a_published_file(tmp_path):
-    root = make_repo(tmp_path, "deb", {"tool": {}})
+    root = make_repo(tmp_path, DEB, {"tool": {}})
     packages = (root / "apt/dists/stable/main/binary-amd64/Packages").read_bytes()
     rebuilt = tmp_path / "rebuilt"
-    write_package(rebuilt, "deb", "tool", files=("/opt/tool",))
+    write_package(rebuilt, DEB, "tool", files=("/opt/tool",))
     result = CliRunner().invoke(cli, ["repo", "--in", str(rebuilt), "--out", str(root)])
     assert result.exit_code == 1
     # A directory gfxpack did not build is published with a warning, then refused.
@@ -167,7 +166,7 @@ def test_repo_refuses_to_change_a_published_file(tmp_path):
 
 def test_repo_with_a_key_gpg_does_not_have(tmp_path):
     build = tmp_path / "build"
-    write_package(build, "deb", "tool")
+    write_package(build, DEB, "tool")
     home = tmp_path / "gnupg"
     home.mkdir(mode=0o700)
     result = CliRunner(env={"GNUPGHOME": str(home)}).invoke(

@@ -6,12 +6,11 @@ import gzip
 
 import pytest
 
+from gfxpack.formats import FORMATS
 from gfxpack.verify import verify
 from gfxpack.verify.rules import arch_of
 from gfxpack.views import reachable
 from tests.conftest import EXAMPLE_TARGETS
-
-FORMATS = ("deb", "rpm")
 
 
 def names(release, root: str, fmt: str) -> set[str]:

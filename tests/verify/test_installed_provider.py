@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from gfxpack.cli import cli
+from gfxpack.formats import DEB, FORMATS
 from gfxpack.kpack import KpackReader
 from tests.conftest import EXAMPLE_TARGETS, ROOT, run
 
@@ -51,9 +52,9 @@ def rpm_contents(rpm: Path) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("fmt", ["deb", "rpm"])
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
 def test_each_dnn_device_package_carries_only_its_arch_shards(example_release, fmt):
-    contents = deb_contents if fmt == "deb" else rpm_contents
+    contents = deb_contents if fmt is DEB else rpm_contents
     files = {
         example_release.plan.by_key[key].relations(fmt).name: path
         for key, path in example_release.files(fmt).items()
@@ -111,7 +112,7 @@ def engines_of(data: dict) -> dict[str, dict[str, list[str]]]:
 def test_apt_and_rpm_installs_load_the_engines_a_gfx942_sees(example_repo, tmp_path):
     installer = load_installer()
     roots = {}
-    for fmt in ("deb", "rpm"):
+    for fmt in ("deb", "rpm"):  # install_root.py's --format values
         roots[fmt] = tmp_path / f"root-{fmt}"
         installed = installer.install(example_repo, fmt, roots[fmt], ["amdrocm-core8.2-gfx942"])
         assert {"amdrocm-dnn-host8.2", "amdrocm-dnn8.2-gfx942"} <= set(installed), fmt

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from gfxpack.cli import cli
+from gfxpack.formats import DEB, FORMATS
 from gfxpack.repo import publish
 from tests.conftest import run
 from tests.verify.conftest import export_key
@@ -35,7 +36,7 @@ def signed(tmp_path, gnupg) -> tuple[Path, Path]:
     """A repository of both formats signed by a fresh key; (root, keyring)."""
     home, fingerprint = gnupg
     build = tmp_path / "build"
-    for fmt in ("deb", "rpm"):
+    for fmt in FORMATS:
         for name, options in gfxarch_set().items():
             write_package(build, fmt, name, **options)
     root = tmp_path / "repo"
@@ -170,7 +171,7 @@ def test_deep_finds_a_package_file_changed_after_publishing(signed, tmp_path, fm
 )
 def test_a_malformed_release_is_one_error(tmp_path, edit, expected):
     build = tmp_path / "build"
-    write_package(build, "deb", "tool")
+    write_package(build, DEB, "tool")
     root = tmp_path / "repo"
     publish(build, root, "stable", 1_700_000_000)
     release = root / "apt/dists/stable/Release"

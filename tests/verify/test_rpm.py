@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from gfxpack.formats import RPM
 from gfxpack.verify import verify
 from gfxpack.views import reachable
 from tests.conftest import run
@@ -16,16 +17,14 @@ pytestmark = pytest.mark.slow
 
 def resolved_files(repo, names):
     """The .rpm files of the libsolv transaction for ``names``."""
-    (report,) = verify(repo, names, "rpm")
+    (report,) = verify(repo, names, RPM)
     assert report.ok, report.violations
     return rpm_files(repo, report.resolution.steps)
 
 
 def test_rpm_installs_what_libsolv_resolved(example_repo, example_release, tmp_path):
     files = resolved_files(example_repo, ["amdrocm-core8.2-gfx942"])
-    expected = {
-        p.rpm.name for p in reachable(example_release.plan, "amdrocm-core8.2-gfx942", "rpm")
-    }
+    expected = {p.rpm.name for p in reachable(example_release.plan, "amdrocm-core8.2-gfx942", RPM)}
     assert len(files) == len(expected)
     root = tmp_path / "root"
     run("rpm", "--root", str(root), "--initdb")

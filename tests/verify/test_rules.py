@@ -9,8 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from gfxpack.cli import cli
+from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.verify import verify
-from tests.verify.helpers import FORMATS, gfxarch_set, make_repo
+from tests.verify.helpers import gfxarch_set, make_repo
 
 
 def only(reports):
@@ -57,7 +58,7 @@ def test_a_device_that_pulls_another_arch_is_reported_with_its_path(tmp_path, fm
         "amdrocm-blas8.2-gfx950 (8.2.0-1)",
     ]
     assert path[1].via == (
-        "amdrocm-blas8.2 (>= 8.2.0-1)" if fmt == "deb" else "amdrocm-blas8.2 >= 8.2.0-1"
+        "amdrocm-blas8.2 (>= 8.2.0-1)" if fmt is DEB else "amdrocm-blas8.2 >= 8.2.0-1"
     )
 
 
@@ -113,7 +114,7 @@ def test_a_missing_system_package_is_reported_once_as_the_root_cause(tmp_path, f
     # One root cause, counting the host and everything that needs it (the runtime alone
     # still installs), in the repository's own spelling.
     (violation,) = by_rule(report, "installable")
-    missing = "libmissing1 (>= 2.0)" if fmt == "deb" else "libmissing1 >= 2.0"
+    missing = "libmissing1 (>= 2.0)" if fmt is DEB else "libmissing1 >= 2.0"
     assert violation.message.startswith(
         f"system packages not available: {missing} (needed by 5 packages); not on the system"
     )
@@ -143,7 +144,7 @@ def test_a_system_file_supplies_what_the_repository_lacks(tmp_path, fmt):
     system.write_text(
         "Package: old-thing\nStatus: deinstall ok config-files\nVersion: 1\n\n"
         "Package: libfoo\nStatus: install ok installed\nVersion: 2.1-1\n"
-        f"Provides: {'libfoo1 (= 2.1)' if fmt == 'deb' else 'libfoo1 = 2.1'}\n"
+        f"Provides: {'libfoo1 (= 2.1)' if fmt is DEB else 'libfoo1 = 2.1'}\n"
     )
     report = only(verify(root, ["tool"], fmt, system))
     assert report.ok, report.violations
@@ -154,7 +155,7 @@ def test_a_system_file_supplies_what_the_repository_lacks(tmp_path, fmt):
 def test_cli_reports_a_violation_with_its_path_and_exit_status_1(tmp_path):
     packages = gfxarch_set()
     packages["amdrocm-blas8.2-gfx942"]["depends"] += ("amdrocm-blas8.2-gfx950 (= 8.2.0-1)",)
-    root = make_repo(tmp_path, "deb", packages)
+    root = make_repo(tmp_path, DEB, packages)
     result = CliRunner().invoke(
         cli, ["verify", "--repo", str(root), "--install", "amdrocm-blas8.2-gfx942"]
     )
@@ -171,7 +172,7 @@ def test_cli_reports_a_violation_with_its_path_and_exit_status_1(tmp_path):
 
 
 def test_cli_json_is_parseable_and_complete(tmp_path):
-    root = make_repo(tmp_path, "rpm", gfxarch_set())
+    root = make_repo(tmp_path, RPM, gfxarch_set())
     result = CliRunner().invoke(
         cli, ["verify", "--repo", str(root), "--install", "amdrocm-blas", "--json"]
     )

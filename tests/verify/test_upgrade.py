@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.repo import publish
 from gfxpack.verify import verify
 from gfxpack.verify.system import bundled
@@ -33,7 +34,7 @@ def releases(example_artifacts, tmp_path_factory):
     return built, repo, results
 
 
-def gfx942_set(release, fmt="deb"):
+def gfx942_set(release, fmt=DEB):
     """Package names the release's amdrocm-coreX.Y-gfx942 reaches, by the plan."""
     xy = ".".join(release.plan.rocm_version.split(".")[:2])
     return {p.relations(fmt).name for p in reachable(release.plan, GFX942[xy], fmt)}
@@ -69,7 +70,7 @@ def deb_root_with_8_2_0(releases, tmp_path_factory):
     built, _, _ = releases
     root = dpkg_root(tmp_path_factory.mktemp("deb") / "root")
     old = built["8.2.0"]
-    dpkg(root, "-i", *files_of(old, "deb", gfx942_set(old)))
+    dpkg(root, "-i", *files_of(old, DEB, gfx942_set(old)))
     return root
 
 
@@ -87,7 +88,7 @@ def installed_debs(root: Path) -> dict[str, str]:
 def system_with(root: Path, tmp_path: Path) -> Path:
     """The bundled system packages plus what dpkg installed under ``root``."""
     status = tmp_path / "status"
-    status.write_text(bundled("deb") + "\n" + (root / "var/lib/dpkg/status").read_text())
+    status.write_text(bundled(DEB) + "\n" + (root / "var/lib/dpkg/status").read_text())
     return status
 
 
@@ -103,7 +104,7 @@ def test_apt_and_libsolv_upgrade_8_2_0_in_place(releases, deb_root_with_8_2_0, t
         planned = apt.simulate(GFX942["8.2"])
         debs = apt.download(GFX942["8.2"])
     assert planned == {name: ("upgrade", "8.2.0-1", "8.2.1-1") for name in members}
-    (report,) = verify(repo, [GFX942["8.2"]], "deb", status)
+    (report,) = verify(repo, [GFX942["8.2"]], DEB, status)
     assert report.ok, report.violations
     assert {(s.action, s.name, s.old_version, s.version) for s in report.resolution.steps} == {
         ("upgrade", name, "8.2.0-1", "8.2.1-1") for name in members
@@ -122,13 +123,13 @@ def test_apt_and_libsolv_install_8_3_beside_8_2(releases, deb_root_with_8_2_0, t
         apt.run("update")
         planned = apt.simulate(GFX942["8.3"])
     assert planned == {name: ("install", None, "8.3.0-1") for name in new}
-    (report,) = verify(repo, [GFX942["8.3"]], "deb", status)
+    (report,) = verify(repo, [GFX942["8.3"]], DEB, status)
     assert report.ok, report.violations
     assert {(s.action, s.name) for s in report.resolution.steps} == {
         ("install", name) for name in new
     }
     # dpkg refuses to overwrite another package's file: installing both proves none is shared.
-    dpkg(root, "-i", *files_of(built["8.3.0"], "deb", new))
+    dpkg(root, "-i", *files_of(built["8.3.0"], DEB, new))
     versions = installed_debs(root)
     assert versions[GFX942["8.2"]] == "8.2.0-1" and versions[GFX942["8.3"]] == "8.3.0-1"
     for xy in ("8.2", "8.3"):
@@ -137,7 +138,9 @@ def test_apt_and_libsolv_install_8_3_beside_8_2(releases, deb_root_with_8_2_0, t
 
 def test_both_releases_together_share_no_file(releases):
     _, repo, _ = releases
-    for report in verify(repo, [GFX942["8.2"], GFX942["8.3"]]):
+    reports = verify(repo, [GFX942["8.2"], GFX942["8.3"]])
+    assert [report.fmt for report in reports] == list(FORMATS)
+    for report in reports:
         assert report.ok, report.violations
         assert report.checked["file-conflict"] > 0
         names = {s.name for s in report.resolution.steps}
@@ -156,7 +159,7 @@ def copy_root(root: Path, tmp_path: Path) -> Path:
 def rpm_root_with(release, tmp_path: Path) -> Path:
     root = tmp_path / "rpmroot"
     run("rpm", "--root", str(root), "--initdb")
-    rpm(root, "-i", *files_of(release, "rpm", gfx942_set(release, "rpm")))
+    rpm(root, "-i", *files_of(release, RPM, gfx942_set(release, RPM)))
     return root
 
 
@@ -177,16 +180,16 @@ def rpm_system(root: Path, tmp_path: Path) -> Path:
         "Provides: [%{PROVIDENEVRS}, ]\\nDepends: [%{REQUIRENEVRS}, ]\\n\\n",
     )
     system = tmp_path / "rpm-system"
-    system.write_text(bundled("rpm") + "\n" + query.stdout)
+    system.write_text(bundled(RPM) + "\n" + query.stdout)
     return system
 
 
 def test_libsolv_and_rpm_upgrade_8_2_0_in_place(releases, tmp_path):
     built, repo, _ = releases
     root = rpm_root_with(built["8.2.0"], tmp_path)
-    members = gfx942_set(built["8.2.1"], "rpm")
+    members = gfx942_set(built["8.2.1"], RPM)
     system = rpm_system(root, tmp_path)
-    (report,) = verify(repo, [GFX942["8.2"]], "rpm", system)
+    (report,) = verify(repo, [GFX942["8.2"]], RPM, system)
     assert report.ok, report.violations
     assert {(s.action, s.name, s.old_version, s.version) for s in report.resolution.steps} == {
         ("upgrade", name, "8.2.0-1", "8.2.1-1") for name in members
@@ -203,10 +206,10 @@ def test_rpm_installs_8_3_beside_8_2(releases, tmp_path):
     built, repo, _ = releases
     root = rpm_root_with(built["8.2.0"], tmp_path)
     system = rpm_system(root, tmp_path)
-    (report,) = verify(repo, [GFX942["8.3"]], "rpm", system)
+    (report,) = verify(repo, [GFX942["8.3"]], RPM, system)
     assert report.ok, report.violations
     assert {s.action for s in report.resolution.steps} == {"install"}
     # rpm checks file conflicts itself: this fails if 8.3 shared a file with 8.2.
-    rpm(root, "-i", *files_of(built["8.3.0"], "rpm", gfx942_set(built["8.3.0"], "rpm")))
+    rpm(root, "-i", *files_of(built["8.3.0"], RPM, gfx942_set(built["8.3.0"], RPM)))
     names = run("rpm", "--root", str(root), "-qa", "--qf", "%{NAME}\\n").stdout.split()
     assert GFX942["8.2"] in names and GFX942["8.3"] in names

@@ -9,12 +9,11 @@ import pytest
 from click.testing import CliRunner
 
 from gfxpack.cli import cli
+from gfxpack.formats import DEB, FORMATS, PackageFormat
 from gfxpack.why import chain_text, why
 
-FORMATS = ("deb", "rpm")
 
-
-def required_by(release_plan, key: str, fmt: str) -> list[str]:
+def required_by(release_plan, key: str, fmt: PackageFormat) -> list[str]:
     """The plan's packages with a Depends on ``key``: what the repository must report."""
     return sorted(
         p.name(fmt)
@@ -23,11 +22,11 @@ def required_by(release_plan, key: str, fmt: str) -> list[str]:
     )
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
 def test_a_pulled_in_package_shows_its_shortest_chain(example_repo, example_release, fmt):
     (answer,) = why(example_repo, ["amdrocm-dnn8.2-gfx942"], "amdrocm-solver8.2-gfx942", fmt)
     assert answer.installed and answer.fmt == fmt
-    pin = {"deb": "{} ({} 8.2.0-1)", "rpm": "{} {} 8.2.0-1"}[fmt]
+    pin = "{} ({} 8.2.0-1)" if fmt is DEB else "{} {} 8.2.0-1"
     assert chain_text(answer.chain) == (
         f"amdrocm-dnn8.2-gfx942 requires {pin.format('amdrocm-blas8.2-gfx942', '>=')}"
         f" → requires {pin.format('amdrocm-solver8.2-gfx942', '>=')}"
@@ -38,7 +37,7 @@ def test_a_pulled_in_package_shows_its_shortest_chain(example_repo, example_rele
     names = [hop.package.split(" (")[0] for hop in answer.chain]
     for before, hop in zip(names, answer.chain[1:], strict=False):
         depends = [d for dep in plan.get(before).relations(fmt).depends for d in dep]
-        assert hop.via in {req.render(fmt) for req in depends}
+        assert hop.via in {fmt.render((req,)) for req in depends}
     # No shorter chain exists: the arch meta is not installed, and the device's own
     # Depends do not name the solver.
     assert "amdrocm-solver8.2-gfx942" not in {
@@ -46,7 +45,7 @@ def test_a_pulled_in_package_shows_its_shortest_chain(example_repo, example_rele
     }
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
 def test_a_package_nothing_installed_requires(example_repo, example_release, fmt):
     (answer,) = why(example_repo, ["amdrocm-core8.2-gfx942"], "amdrocm-profiler8.2", fmt)
     assert not answer.installed and answer.chain == ()
@@ -61,7 +60,7 @@ def test_a_package_nothing_installed_requires(example_repo, example_release, fmt
     assert leaf.reason == "no package of the repository requires it"
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
 def test_another_arch_package_names_the_rule(example_repo, example_release, fmt):
     (answer,) = why(example_repo, ["amdrocm-core8.2-gfx942"], "amdrocm-blas8.2-gfx950", fmt)
     assert not answer.installed

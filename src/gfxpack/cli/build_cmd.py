@@ -7,14 +7,17 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import NoReturn
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gfxpack import artifacts as artifacts_module
 from gfxpack import build as build_module
+from gfxpack.build import BuiltFile
 from gfxpack.cli import cli
 from gfxpack.cli.common import (
     plan_options,
@@ -24,10 +27,13 @@ from gfxpack.cli.common import (
     split_list,
     strict_option,
 )
-from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
+from gfxpack.formats import FORMATS
 from gfxpack.formats.compress import Compression
-from gfxpack.plan import Kind, Mode, plan
+from gfxpack.plan import Kind, Mode, ReleasePlan
+from gfxpack.release import ReleaseOptions, build_release
+
+OnBuilt = Callable[[BuiltFile, int, int], None]
 
 
 @cli.command("build")
@@ -78,23 +84,23 @@ from gfxpack.plan import Kind, Mode, plan
 @strict_option
 @reports_errors
 def build_command(
-    config_path,
-    rocm_version,
-    release,
-    pin_policy,
-    build_variant,
-    install_prefix,
-    allow_missing_deps,
-    artifacts,
-    out,
-    formats,
-    targets,
-    compression,
-    jobs,
-    mode,
-    quiet,
-    strict,
-):
+    config_path: str,
+    rocm_version: str,
+    release: str,
+    pin_policy: str,
+    build_variant: str,
+    install_prefix: str | None,
+    allow_missing_deps: bool,
+    artifacts: str,
+    out: str,
+    formats: str,
+    targets: tuple[str, ...],
+    compression: str,
+    jobs: int,
+    mode: str,
+    quiet: bool,
+    strict: bool,
+) -> None:
     """Build every package of the release as .deb and .rpm files.
 
     Packages are written in parallel, each under a temporary name and renamed
@@ -105,37 +111,42 @@ def build_command(
     2024-01-01) sets every timestamp, modes are normalised (0755 directories,
     0644 or 0755 files).
     """
+    known = {fmt.name: fmt for fmt in FORMATS}
     chosen = tuple(split_list((formats,)))
-    if not chosen or any(f not in ("deb", "rpm") for f in chosen):
+    if not chosen or any(f not in known for f in chosen):
         raise GfxpackError(f"--format {formats!r}: expected deb, rpm or deb,rpm")
     # Options first: a bad value fails before any scanning or planning.
     build_options = build_module.BuildOptions(
-        formats=chosen,
+        formats=tuple(known[name] for name in chosen),
         compression=Compression.parse(compression),
         jobs=jobs,
         epoch=build_module.source_date_epoch(os.environ),
     )
-    started = time.perf_counter()
-    config = load_config(config_path)
-    tree = artifacts_module.scan(artifacts)
-    if mode == "auto":
-        mode = Mode.KPACK if tree.kpack_split else Mode.SINGLE_ARCH
-    options = plan_options(mode, pin_policy, build_variant, install_prefix, allow_missing_deps)
-    release_plan = plan(
-        config.packages,
-        split_list(targets) or tree.index.targets(),
-        rocm_version,
-        release,
-        options,
-        artifacts=tree.index,
+    detect_mode = mode == "auto"
+    options = ReleaseOptions(
+        rocm_version=rocm_version,
+        release=release,
+        targets=tuple(split_list(targets)),
+        plan=plan_options(
+            Mode.KPACK if detect_mode else mode,
+            pin_policy,
+            build_variant,
+            install_prefix,
+            allow_missing_deps,
+        ),
+        detect_mode=detect_mode,
+        build=build_options,
     )
-    print_notes([*tree.warnings, *config.warnings], release_plan, strict=strict, quiet=quiet)
-    routed = artifacts_module.route(release_plan, tree, build_options.epoch)
-    # SIGTERM stops a build the way Ctrl-C does: jobs killed, partial files removed.
-    signal.signal(signal.SIGTERM, _interrupt)
+    started = time.perf_counter()
+
+    def notes(release_plan: ReleasePlan, warnings: tuple[str, ...]) -> None:
+        print_notes(warnings, release_plan, strict=strict, quiet=quiet)
+        # SIGTERM stops a build the way Ctrl-C does: jobs killed, partial files removed.
+        signal.signal(signal.SIGTERM, _interrupt)
+
     with _progress(quiet) as on_built:
-        built = build_module.build(
-            release_plan, routed, out, build_options, on_built, None if quiet else _note
+        _, built = build_release(
+            config_path, artifacts, out, options, notes, on_built, None if quiet else _note
         )
     _print_build_summary(built, out, time.perf_counter() - started)
 
@@ -144,19 +155,19 @@ def _note(message: str) -> None:
     click.echo(f"note: {message}", err=True)
 
 
-def _interrupt(_signum, _frame):
+def _interrupt(_signum: int, _frame: FrameType | None) -> NoReturn:
     raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
-def _progress(quiet: bool):
+def _progress(quiet: bool) -> Iterator[OnBuilt | None]:
     """A progress bar on a terminal; one plain line per package otherwise."""
     if quiet:
         yield None
         return
     if not sys.stderr.isatty():
 
-        def plain(item, done, total):
+        def plain(item: BuiltFile, done: int, total: int) -> None:
             click.echo(
                 f"[{done}/{total}] {item.file} ({item.size:,} bytes, {item.seconds:.2f} s)",
                 err=True,
@@ -174,13 +185,13 @@ def _progress(quiet: bool):
     ) as progress:
         task = progress.add_task("building", total=None)
 
-        def bar(item, done, total):
+        def bar(item: BuiltFile, done: int, total: int) -> None:
             progress.update(task, total=total, completed=done, description=item.file)
 
         yield bar
 
 
-def _print_build_summary(built, out, seconds: float) -> None:
+def _print_build_summary(built: list[BuiltFile], out: str, seconds: float) -> None:
     table = Table(
         "kind",
         "files",

@@ -9,14 +9,26 @@ import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import NoReturn, ParamSpec, TypeVar
 
 import click
 
 from gfxpack.errors import GfxpackError, StrictFailure
-from gfxpack.plan import Mode, PinPolicy, PlanOptions, ReleasePlan, Severity
+from gfxpack.formats import FORMATS, PackageFormat, format_named
+from gfxpack.plan import (
+    MissingDependencies,
+    Mode,
+    PinPolicy,
+    PlanOptions,
+    ReleasePlan,
+    Severity,
+    Variant,
+)
 
+P = ParamSpec("P")
+R = TypeVar("R")
 SEPARATORS = re.compile(r"[\s,;]+")
+FORMAT_NAMES = [fmt.name for fmt in FORMATS]
 
 
 # Context.meta key: the global --debug flag.
@@ -27,12 +39,19 @@ REPORT_HINT = (
 )
 
 
-def reports_errors(command: Callable) -> Callable:
+def as_format(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> PackageFormat | None:
+    """A --format / --pkg-type choice (click.Choice(FORMAT_NAMES)) as its format."""
+    return None if value is None else format_named(value)
+
+
+def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
     """A GfxpackError becomes ``error: ...`` lines and exit 1; Ctrl-C exit 130; any other
     exception one line with a request to report it, exit 1 (``--debug``: the traceback)."""
 
     @functools.wraps(command)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         debug = _debugging()
         try:
             return command(*args, **kwargs)
@@ -79,7 +98,7 @@ def split_list(values: tuple[str, ...]) -> list[str]:
     return [item for value in values for item in SEPARATORS.split(value) if item]
 
 
-def release_options(command: Callable) -> Callable:
+def release_options(command: Callable[P, R]) -> Callable[P, R]:
     """The options that shape a release plan, shared by plan and build."""
     options = [
         click.option(
@@ -109,7 +128,7 @@ def release_options(command: Callable) -> Callable:
         click.option(
             "--build-variant",
             default="",
-            type=click.Choice(["", "asan"]),
+            type=click.Choice([v.value for v in Variant]),
             help="asan: -asan names and the core-asan-X.Y prefix.",
         ),
         click.option(
@@ -137,13 +156,15 @@ def plan_options(
     return PlanOptions(
         mode=Mode(mode),
         pin_policy=PinPolicy(pin_policy),
-        variant=build_variant,
+        variant=Variant(build_variant),
         install_prefix=install_prefix,
-        missing_dependencies="warn" if allow_missing_deps else "error",
+        missing_dependencies=(
+            MissingDependencies.WARN if allow_missing_deps else MissingDependencies.ERROR
+        ),
     )
 
 
-def strict_option(command: Callable[..., Any]) -> Callable[..., Any]:
+def strict_option(command: Callable[P, R]) -> Callable[P, R]:
     """``--strict``: every warning the command would print is an error (exit 1)."""
     return click.option(
         "--strict",

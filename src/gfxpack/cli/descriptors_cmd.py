@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -13,18 +15,14 @@ from gfxpack.cli.common import reports_errors
 from gfxpack.descriptors import (
     Diagnostics,
     EngineNames,
-    Severity,
+    Level,
     SymbolRegistry,
-    engine_hex,
     load_validated,
     provider_roots,
-    visible_to,
 )
 from gfxpack.descriptors.installed import LAYOUT, installed_roots
 from gfxpack.descriptors.lint import lint
-from gfxpack.descriptors.parse import resolved_library
-from gfxpack.descriptors.resolve import DescriptorSet, completed_metadata
-from gfxpack.descriptors.types import Kernel as KernelDescriptor
+from gfxpack.descriptors.listing import engines_json
 from gfxpack.descriptors.types import device_base
 from gfxpack.errors import GfxpackError
 
@@ -34,7 +32,7 @@ def descriptors_group() -> None:
     """Load, list and lint hipDNN kernel descriptors (arch_content trees)."""
 
 
-def _roots(roots, runtime_dir, diags):
+def _roots(roots: Sequence[str], runtime_dir: str | None, diags: Diagnostics) -> list[Path]:
     found = provider_roots(roots, os.environ, runtime_dir, diags)
     if not found:
         raise GfxpackError("no descriptor root: give --root DIR (or set HIPDNN_DESCRIPTOR_DIR)")
@@ -43,7 +41,7 @@ def _roots(roots, runtime_dir, diags):
 
 def _installed(install_roots: tuple[str, ...]) -> list[str]:
     """The descriptor roots of the providers installed under each install root."""
-    found = []
+    found: list[str] = []
     for install_root in install_roots:
         roots = installed_roots(install_root)
         if not roots:
@@ -55,7 +53,7 @@ def _installed(install_roots: tuple[str, ...]) -> list[str]:
     return found
 
 
-def _registry(symbols):
+def _registry(symbols: str | None) -> SymbolRegistry | None:
     return SymbolRegistry.from_file(symbols) if symbols else None
 
 
@@ -107,7 +105,16 @@ def _registry(symbols):
     "status is 0, as the provider loads what it can).",
 )
 @reports_errors
-def list_engines(roots, install_roots, runtime_dir, device, symbols, as_json, level, strict):
+def list_engines(
+    roots: tuple[str, ...],
+    install_roots: tuple[str, ...],
+    runtime_dir: str | None,
+    device: str | None,
+    symbols: str | None,
+    as_json: bool,
+    level: str,
+    strict: bool,
+) -> None:
     """Each engine the provider would load: ids, packs and kernels, then diagnostics.
 
     Every "kind": "kpack" kernel shown was checked against its archive (the toc_key
@@ -126,11 +133,11 @@ def list_engines(roots, install_roots, runtime_dir, device, symbols, as_json, le
         EngineNames(),
         diags,
     )
-    threshold = Severity.parse(level)
-    engines = [_engine_json(s, device) for s in sorted(result.sets, key=lambda s: s.engine.id)]
+    threshold = Level.parse(level)
+    engines = engines_json(result.sets, device)
     shown = [d for d in diags.items if d.severity >= threshold]
-    errors = len(diags.at_least(Severity.ERROR))
-    warnings = len(diags.at_least(Severity.WARN)) - errors
+    errors = len(diags.at_least(Level.ERROR))
+    warnings = len(diags.at_least(Level.WARN)) - errors
     failed = strict and errors + warnings > 0
     if as_json:
         click.echo(
@@ -160,10 +167,11 @@ def list_engines(roots, install_roots, runtime_dir, device, symbols, as_json, le
                     f"    kernel {kernel['name']}  priority {kernel['priority']}  "
                     f"[{', '.join(kernel['arch']) or 'any arch'}]  {values}{_source_text(kernel)}"
                 )
-        for pack in engine.get("dropped_packs", ()):
+        for pack in engine["dropped_packs"]:  # only with --device
+            base = device_base(device or "")
             click.echo(
                 f"  dropped for {device}: pack {pack['name']}  {pack['id']}  installed for "
-                f"[{', '.join(pack['arch'])}] only: no {device_base(device)} kernel is installed"
+                f"[{', '.join(pack['arch'])}] only: no {base} kernel is installed"
             )
     if not engines:
         click.echo("no engines")
@@ -185,64 +193,6 @@ def _source_text(kernel: dict[str, Any]) -> str:
     )
 
 
-def _source_json(kernel: KernelDescriptor) -> dict[str, Any]:
-    """A kernel's source; a kpack one was verified against its archive while resolving
-    (a pack whose archive, toc_key or sha256 fails is dropped before listing)."""
-    source = kernel.source
-    if source.kind != "kpack":
-        return {"source": source.kind}
-    return {
-        "source": "kpack",
-        "library": resolved_library(kernel),
-        "toc_key": source.toc_key,
-        "symbol": source.symbol,
-        "sha256": source.sha256,
-        "verified": True,
-    }
-
-
-def _dropped_for(candidate: DescriptorSet, device: str | None) -> list[dict[str, Any]]:
-    """Packs a device does not see because they are built for other arches only."""
-    if not device:
-        return []
-    base = device_base(device)
-    return [
-        {"name": pack.descriptor.name, "id": pack.descriptor.id, "arch": list(pack.arch)}
-        for pack in candidate.packs
-        if pack.arch and base not in pack.arch
-    ]
-
-
-def _engine_json(candidate, device):
-    return {
-        "name": candidate.name,
-        "id": candidate.engine_id,
-        "id_hex": engine_hex(candidate.engine_id),
-        "uuid": candidate.engine.id,
-        "sdk_version": ".".join(map(str, candidate.engine.body.sdk_version)),
-        "packs": [
-            {
-                "name": pack.descriptor.name,
-                "id": pack.descriptor.id,
-                "arch": list(pack.arch),
-                "kernels": [
-                    {
-                        "name": kernel.name,
-                        "id": kernel.id,
-                        "arch": list(pack.effective_arch(kernel)),
-                        "priority": kernel.priority,
-                        "metadata": dict(completed_metadata(kernel, candidate.schema.body)),
-                        **_source_json(kernel),
-                    }
-                    for kernel in kernels
-                ],
-            }
-            for pack, kernels in visible_to(candidate, device)
-        ],
-        "dropped_packs": _dropped_for(candidate, device),
-    }
-
-
 @descriptors_group.command("lint")
 @click.option(
     "--root",
@@ -255,22 +205,13 @@ def _engine_json(candidate, device):
 @click.option("--symbols", type=click.Path(dir_okay=False), help="Symbol registry file.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 @reports_errors
-def lint_command(roots, symbols, as_json):
+def lint_command(roots: tuple[str, ...], symbols: str | None, as_json: bool) -> None:
     """Check every file against the shipped JSON Schemas, report the lowest version each
     needs, then run the loader; exit 1 on any ERROR."""
     result = lint([os.fspath(r) for r in roots], _registry(symbols))
-    errors = result.load.diagnostics.at_least(Severity.WARN)
+    errors = result.problems
     if as_json:
-        click.echo(
-            views.dumps(
-                {
-                    "files": [f.to_json() for f in result.files],
-                    "diagnostics": [d.to_json() for d in errors],
-                    "ok": not result.failed,
-                }
-            ),
-            nl=False,
-        )
+        click.echo(views.dumps(result.to_json()), nl=False)
     else:
         for report in result.files:
             state = "OK" if not report.schema_errors else f"{len(report.schema_errors)} problem(s)"

@@ -11,9 +11,10 @@ import click
 from gfxpack import diff as diff_module
 from gfxpack import inventory
 from gfxpack.cli import cli
-from gfxpack.cli.common import plan_options, split_list
+from gfxpack.cli.common import FORMAT_NAMES, as_format, plan_options, split_list
 from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
+from gfxpack.formats import DEB, PackageFormat
 from gfxpack.plan import Mode, PinPolicy, ReleasePlan, plan
 
 # Exit statuses of diff(1): no differences, differences (with --exit-code), trouble.
@@ -26,9 +27,10 @@ SAME, DIFFERENT, TROUBLE = 0, 1, 2
 @click.option(
     "--format",
     "fmt",
-    default="deb",
+    default=DEB.name,
     show_default=True,
-    type=click.Choice(["deb", "rpm"]),
+    type=click.Choice(FORMAT_NAMES),
+    callback=as_format,
     help="Which format's packages to compare (names, dependencies, files and sizes differ).",
 )
 @click.option("--suite", help="apt suite of a repository that has more than one.")
@@ -63,7 +65,7 @@ SAME, DIFFERENT, TROUBLE = 0, 1, 2
 def diff_command(
     old: Path,
     new: Path,
-    fmt: str,
+    fmt: PackageFormat,
     suite: str | None,
     as_json: bool,
     exit_code: bool,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -14,6 +13,7 @@ from typing import Any, ClassVar
 import click
 
 from gfxpack import kpack
+from gfxpack._io import write_atomically
 from gfxpack.cli import cli
 from gfxpack.cli.common import reports_errors
 from gfxpack.errors import GfxpackError
@@ -225,16 +225,11 @@ def _check_folder(path: Path) -> None:
 
 def _write_atomically(path: Path, data: bytes) -> None:
     """Write to a temporary name beside ``path``, then rename: never a half-written file."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
-        temporary.write_bytes(data)
-        os.replace(temporary, path)
+        write_atomically(path, data)
     except OSError as e:
         _check_folder(path)
         raise GfxpackError(f"cannot write {path}: {e.strerror or e}") from None
-    finally:
-        with contextlib.suppress(OSError):  # nothing was created where nothing can be
-            temporary.unlink()
 
 
 @kpack_group.command("verify")

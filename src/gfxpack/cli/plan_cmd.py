@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 import sys
 
 import click
@@ -11,8 +10,11 @@ from rich.console import Console
 from rich.table import Table
 
 from gfxpack import graphviz, views
+from gfxpack._io import write_atomically
 from gfxpack.cli import cli
 from gfxpack.cli.common import (
+    FORMAT_NAMES,
+    as_format,
     plan_options,
     print_notes,
     release_options,
@@ -22,13 +24,14 @@ from gfxpack.cli.common import (
 )
 from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
-from gfxpack.plan import Kind, Mode, ReleasePlan, plan
+from gfxpack.formats import DEB, FORMATS, PackageFormat
+from gfxpack.plan import Kind, Mode, PlannedPackage, ReleasePlan, plan
 
 # The picture formats: Graphviz source, or drawn by dot.
 GRAPHS = ("dot", "svg", "png")
 
 
-def _targets(_ctx, _param, values: tuple[str, ...]) -> list[str]:
+def _targets(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> list[str]:
     targets = split_list(values)
     if not targets:
         raise click.BadParameter("give at least one GPU target, e.g. --target gfx942")
@@ -76,9 +79,10 @@ def _targets(_ctx, _param, values: tuple[str, ...]) -> list[str]:
 )
 @click.option(
     "--pkg-type",
-    default="deb",
+    default=DEB.name,
     show_default=True,
-    type=click.Choice(["deb", "rpm"]),
+    type=click.Choice(FORMAT_NAMES),
+    callback=as_format,
     help="Which format's names and dependencies tree, table and dot show.",
 )
 @click.option(
@@ -93,24 +97,24 @@ def _targets(_ctx, _param, values: tuple[str, ...]) -> list[str]:
 @strict_option
 @reports_errors
 def plan_command(
-    config_path,
-    rocm_version,
-    release,
-    pin_policy,
-    build_variant,
-    install_prefix,
-    allow_missing_deps,
-    targets,
-    output,
-    whole,
-    output_path,
-    package,
-    pkg_type,
-    mode,
-    verbose,
-    quiet,
-    strict,
-):
+    config_path: str,
+    rocm_version: str,
+    release: str,
+    pin_policy: str,
+    build_variant: str,
+    install_prefix: str | None,
+    allow_missing_deps: bool,
+    targets: list[str],
+    output: str,
+    whole: bool,
+    output_path: str | None,
+    package: str | None,
+    pkg_type: PackageFormat,
+    mode: str,
+    verbose: bool,
+    quiet: bool,
+    strict: bool,
+) -> None:
     """Plan every package of a release: names, kinds and dependencies.
 
     \b
@@ -131,7 +135,7 @@ def plan_command(
 
 
 def _draw(
-    release_plan: ReleasePlan, output: str, package: str | None, whole: bool, fmt: str
+    release_plan: ReleasePlan, output: str, package: str | None, whole: bool, fmt: PackageFormat
 ) -> bytes:
     """One family's picture (the base of --package), or the release's with --all."""
     if whole == (package is not None):
@@ -139,7 +143,7 @@ def _draw(
             f"--format {output} draws one package's family: give --package NAME "
             "(a base or a planned name), or --all for the whole release"
         )
-    if whole:
+    if package is None:
         source = views.dot(release_plan, fmt=fmt)
     else:
         try:
@@ -160,11 +164,8 @@ def _write(data: bytes, path: str | None) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
-    partial = f"{path}.partial"
     try:
-        with open(partial, "wb") as file:
-            file.write(data)
-        os.replace(partial, path)
+        write_atomically(path, data)
     except OSError as e:
         raise GfxpackError(f"{path}: cannot write: {e.strerror}") from None
 
@@ -176,14 +177,14 @@ def _not_planned(package: str) -> str:
     )
 
 
-def _render(release_plan: ReleasePlan, output: str, package: str | None, fmt: str) -> str:
+def _render(release_plan: ReleasePlan, output: str, package: str | None, fmt: PackageFormat) -> str:
     roots = _roots(release_plan, package)
     if output == "tree":
         return "\n".join(views.tree(release_plan, root, fmt) for root in roots)
     if output == "table":
         if package is None:
             return views.tables(release_plan, fmt)
-        return views.table(release_plan, release_plan.get(roots[0]).base, fmt)
+        return views.table(release_plan, release_plan.by_key[roots[0]].base, fmt)
     selected = None
     if package is not None:
         selected = views.reachable(release_plan, roots[0], fmt)
@@ -206,8 +207,8 @@ def _roots(release_plan: ReleasePlan, package: str | None) -> list[str]:
     return [found.key]
 
 
-def _summary(release_plan: ReleasePlan, selected) -> str:
-    packages = release_plan.packages if selected is None else selected
+def _summary(release_plan: ReleasePlan, selected: list[PlannedPackage] | None) -> str:
+    counts = views.summary(release_plan, selected)
     buffer = io.StringIO()
     console = Console(width=100, file=buffer)
     console.print(
@@ -218,18 +219,19 @@ def _summary(release_plan: ReleasePlan, selected) -> str:
         f"prefix {release_plan.prefix}, pin policy {release_plan.pin_policy}"
         + (f", variant {release_plan.variant}" if release_plan.variant else "")
     )
-    bases = {p.base for p in packages}
-    console.print(f"{len(bases)} base packages → {len(packages)} packages")
-    table = Table("kind", "packages", "with files", "DEB depends", "RPM requires")
-    for kind in Kind:
-        of_kind = [p for p in packages if p.kind is kind]
-        if of_kind:
-            table.add_row(
-                kind.title,
-                str(len(of_kind)),
-                str(sum(p.has_files for p in of_kind)),
-                str(sum(len(p.deb.depends) for p in of_kind)),
-                str(sum(len(p.rpm.depends) for p in of_kind)),
-            )
+    console.print(f"{counts.bases} base packages → {counts.packages} packages")
+    table = Table(
+        "kind",
+        "packages",
+        "with files",
+        *(f"{fmt.title} {fmt.field_name('depends')}" for fmt in FORMATS),
+    )
+    for row in counts.kinds:
+        table.add_row(
+            row.kind.title,
+            str(row.packages),
+            str(row.with_files),
+            *(str(row.depends[fmt]) for fmt in FORMATS),
+        )
     console.print(table)
     return buffer.getvalue()

@@ -13,6 +13,7 @@ from gfxpack import repo as repo_module
 from gfxpack.cli import cli
 from gfxpack.cli.common import reports_errors, strict_option
 from gfxpack.epoch import source_date_epoch
+from gfxpack.formats import FORMATS, format_named
 
 
 def _warn(message: str) -> None:
@@ -57,7 +58,15 @@ def _warn(message: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @strict_option
 @reports_errors
-def repo_command(builds, out, suite, sign_key, wait, as_json, strict):
+def repo_command(
+    builds: tuple[str, ...],
+    out: str,
+    suite: str,
+    sign_key: str | None,
+    wait: bool,
+    as_json: bool,
+    strict: bool,
+) -> None:
     """Publish built packages as an apt and an rpm-md repository.
 
     Incremental: packages already in OUT stay, so several releases (8.2 and
@@ -89,18 +98,17 @@ def repo_command(builds, out, suite, sign_key, wait, as_json, strict):
         click.echo(json.dumps(results, indent=2))
         return
     for result in results:
-        where = out_path / ("apt" if result["format"] == "deb" else "rpm")
+        where = out_path / format_named(result["format"]).repo_dir
         click.echo(
             f"{result['format']}: {len(result['added'])} new, {result['packages']} in {where}"
             + (
                 f" (suite {result['suite']}{', signed' if result['signed'] else ''})"
-                if result["format"] == "deb"
+                if "suite" in result
                 else ""
             )
         )
-    formats = {r["format"] for r in results}
-    if "deb" in formats:
-        trust = "signed-by=<your keyring>" if sign_key else "trusted=yes"
-        click.echo(f"  apt:  deb [{trust}] file:{(out_path / 'apt').resolve()} {suite} main")
-    if "rpm" in formats:
-        click.echo(f"  dnf:  baseurl=file://{(out_path / 'rpm').resolve()}")
+    published = {r["format"] for r in results}
+    for fmt in FORMATS:
+        if fmt.name in published:
+            root = (out_path / fmt.repo_dir).resolve()
+            click.echo("  " + fmt.source_line(root, suite, bool(sign_key)))

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import click
 
 from gfxpack import report as report_module
+from gfxpack._io import write_atomically
 from gfxpack.cli import cli
-from gfxpack.cli.common import reports_errors
+from gfxpack.cli.common import FORMAT_NAMES, as_format, reports_errors
 from gfxpack.errors import GfxpackError
+from gfxpack.formats import PackageFormat
 
 
 @cli.command("report")
@@ -30,7 +31,8 @@ from gfxpack.errors import GfxpackError
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["deb", "rpm"]),
+    type=click.Choice(FORMAT_NAMES),
+    callback=as_format,
     help="Whose file sizes to report [default: deb when the build has it].",
 )
 @click.option(
@@ -42,7 +44,11 @@ from gfxpack.errors import GfxpackError
 @click.option("--json", "as_json", is_flag=True, help="Print the report's figures as JSON.")
 @reports_errors
 def report_command(
-    build: Path, repo: Path | None, fmt: str | None, html_path: Path | None, as_json: bool
+    build: Path,
+    repo: Path | None,
+    fmt: PackageFormat | None,
+    html_path: Path | None,
+    as_json: bool,
 ) -> None:
     """A release report of a build: what each GPU arch's users download.
 
@@ -62,12 +68,9 @@ def report_command(
     made = report_module.make(build, fmt, repo)
     if html_path is not None:
         page = report_module.html(made)
-        partial = html_path.with_name(f".{html_path.name}.partial")
         try:
-            partial.write_text(page, encoding="utf-8")
-            os.replace(partial, html_path)
+            write_atomically(html_path, page.encode("utf-8"))
         except OSError as e:
-            partial.unlink(missing_ok=True)
             raise GfxpackError(f"{html_path}: cannot write: {e.strerror}") from None
         click.echo(f"report: {html_path.resolve()}", err=as_json)
     if as_json:

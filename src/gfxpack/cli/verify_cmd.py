@@ -5,15 +5,24 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from gfxpack import verify as verify_module
 from gfxpack.cli import cli
-from gfxpack.cli.common import report_warnings, reports_errors, split_list, strict_option
+from gfxpack.cli.common import (
+    FORMAT_NAMES,
+    as_format,
+    report_warnings,
+    reports_errors,
+    split_list,
+    strict_option,
+)
+from gfxpack.formats import PackageFormat
 
 # How many violations the text report spells out per format (--json has all).
 SHOWN = 20
@@ -38,7 +47,8 @@ SHOWN = 20
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(verify_module.FORMATS),
+    type=click.Choice(FORMAT_NAMES),
+    callback=as_format,
     help="Verify only this format (default: every one under --repo).",
 )
 @click.option(
@@ -66,7 +76,18 @@ SHOWN = 20
 )
 @strict_option
 @reports_errors
-def verify_command(root, names, fmt, system, suite, keyring, deep, as_json, quiet, strict):
+def verify_command(
+    root: str,
+    names: tuple[str, ...],
+    fmt: PackageFormat | None,
+    system: str | None,
+    suite: str | None,
+    keyring: str | None,
+    deep: bool,
+    as_json: bool,
+    quiet: bool,
+    strict: bool,
+) -> None:
     """Resolve an install with libsolv and check the arch rules.
 
     Prints the transaction of --install, then resolves every package of the
@@ -114,7 +135,7 @@ def verify_command(root, names, fmt, system, suite, keyring, deep, as_json, quie
 
 
 @contextlib.contextmanager
-def _progress(quiet: bool):
+def _progress(quiet: bool) -> Iterator[Callable[[PackageFormat, int, int], None] | None]:
     if quiet or not sys.stderr.isatty():
         yield None
         return
@@ -125,9 +146,9 @@ def _progress(quiet: bool):
         console=Console(stderr=True),
         transient=True,
     ) as progress:
-        tasks = {}
+        tasks: dict[PackageFormat, TaskID] = {}
 
-        def update(fmt, done, total):
+        def update(fmt: PackageFormat, done: int, total: int) -> None:
             if fmt not in tasks:
                 tasks[fmt] = progress.add_task(f"resolving every {fmt} package", total=total)
             progress.update(tasks[fmt], completed=done)
@@ -135,7 +156,7 @@ def _progress(quiet: bool):
         yield update
 
 
-def _print_report(report, quiet: bool) -> None:
+def _print_report(report: verify_module.Report, quiet: bool) -> None:
     echo = click.echo
     echo(f"{report.fmt}: {report.repository}, {report.packages} packages; system: {report.system}")
     echo(f"  ok    indexes match their digests; {report.trust}")
@@ -143,7 +164,7 @@ def _print_report(report, quiet: bool) -> None:
         echo(f"  ok    every package file matches its index ({report.files_checked} files)")
     resolution = report.resolution
     if resolution is not None and resolution.ok:
-        counts = {}
+        counts: dict[str, int] = {}
         for step in resolution.steps:
             counts[step.action] = counts.get(step.action, 0) + 1
         summary = ", ".join(f"{n} to {a}" for a, n in sorted(counts.items())) or "nothing to do"

@@ -9,7 +9,8 @@ import click
 
 from gfxpack import why as why_module
 from gfxpack.cli import cli
-from gfxpack.cli.common import reports_errors, split_list
+from gfxpack.cli.common import FORMAT_NAMES, as_format, reports_errors, split_list
+from gfxpack.formats import PackageFormat
 
 
 @cli.command("why")
@@ -31,7 +32,8 @@ from gfxpack.cli.common import reports_errors, split_list
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(why_module.FORMATS),
+    type=click.Choice(FORMAT_NAMES),
+    callback=as_format,
     help="Answer for this format only (default: every one under --repo).",
 )
 @click.option(
@@ -46,7 +48,7 @@ def why_command(
     root: Path,
     names: tuple[str, ...],
     package: str,
-    fmt: str | None,
+    fmt: PackageFormat | None,
     system: Path | None,
     suite: str | None,
     as_json: bool,

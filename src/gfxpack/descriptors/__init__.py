@@ -1,6 +1,6 @@
 """hipDNN kernel descriptors: load, resolve, validate and lint (spec descriptors.md)."""
 
-from gfxpack.descriptors.diagnostics import Diagnostic, Diagnostics, Severity
+from gfxpack.descriptors.diagnostics import Diagnostic, Diagnostics, Level
 from gfxpack.descriptors.loader import (
     LoadResult,
     load_descriptor_sets,
@@ -16,8 +16,8 @@ __all__ = [
     "Diagnostic",
     "Diagnostics",
     "EngineNames",
+    "Level",
     "LoadResult",
-    "Severity",
     "SymbolRegistry",
     "engine_hex",
     "engine_id",

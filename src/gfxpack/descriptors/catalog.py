@@ -9,13 +9,14 @@ while a later root may add descriptors but never redefine a settled one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from gfxpack.descriptors.diagnostics import Diagnostics
 from gfxpack.descriptors.jsonc import JsoncError, loads
 from gfxpack.descriptors.parse import read_bytes
-from gfxpack.descriptors.types import Descriptor, key_text
+from gfxpack.descriptors.types import Descriptor, Key, key_text
 
 
 def canonical(value: Any) -> Any:
@@ -33,7 +34,7 @@ def canonical(value: Any) -> Any:
 
 
 @dataclass
-class Entry:
+class CatalogEntry:
     descriptor: Descriptor
     root_index: int
     conflicted: bool = False
@@ -57,11 +58,11 @@ def document_of(descriptor: Descriptor) -> Any:
 
 class Catalog:
     def __init__(self) -> None:
-        self.entries: dict[tuple, Entry] = {}
+        self.entries: dict[Key, CatalogEntry] = {}
         self._root_index = 0
         # Lookups built on first use after the last insert: resolution only reads.
-        self._index: dict[str, list[Entry]] | None = None
-        self._groups: dict[str, dict[str, list[Entry]]] = {}
+        self._index: dict[str, list[CatalogEntry]] | None = None
+        self._groups: dict[str, dict[str, list[CatalogEntry]]] = {}
 
     def begin_root(self, index: int) -> None:
         """Entries from earlier roots are settled from now on."""
@@ -71,7 +72,7 @@ class Catalog:
         key = descriptor.key
         incumbent = self.entries.get(key)
         if incumbent is None:
-            self.entries[key] = Entry(descriptor, self._root_index)
+            self.entries[key] = CatalogEntry(descriptor, self._root_index)
             self._index = None
             self._groups = {}
             arch = f" arch=[{','.join(key[2])}]" if len(key) > 2 and key[2] else ""
@@ -110,26 +111,28 @@ class Catalog:
         entry = self.entries.get((suffix, ident))
         return None if entry is None or entry.conflicted else entry.descriptor
 
-    def of_type(self, suffix: str) -> list[Entry]:
+    def of_type(self, suffix: str) -> list[CatalogEntry]:
         """Every entry of a type (conflicted included), in key order."""
         if self._index is None:
-            index: dict[str, list[Entry]] = {}
+            index: dict[str, list[CatalogEntry]] = {}
             for key in sorted(self.entries):
                 index.setdefault(key[0], []).append(self.entries[key])
             self._index = index
         return self._index.get(suffix, [])
 
-    def packs_of(self, engine: str) -> list[Entry]:
+    def packs_of(self, engine: str) -> list[CatalogEntry]:
         """Every pack naming an engine, in key order."""
         return self._grouped(".kdp.json", lambda d: d.body.engine).get(engine, [])
 
-    def kernels_with_id(self, ident: str) -> list[Entry]:
+    def kernels_with_id(self, ident: str) -> list[CatalogEntry]:
         """Every standalone kernel with an id, whatever its arch, in key order."""
         return self._grouped(".ukd.json", lambda d: d.id).get(ident, [])
 
-    def _grouped(self, suffix: str, by) -> dict[str, list[Entry]]:
+    def _grouped(
+        self, suffix: str, by: Callable[[Descriptor], str]
+    ) -> dict[str, list[CatalogEntry]]:
         if suffix not in self._groups:
-            groups: dict[str, list[Entry]] = {}
+            groups: dict[str, list[CatalogEntry]] = {}
             for entry in self.of_type(suffix):
                 groups.setdefault(by(entry.descriptor), []).append(entry)
             self._groups[suffix] = groups

@@ -8,29 +8,37 @@ is also sent to the ``gfxpack.descriptors`` logger.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 LOG = logging.getLogger("gfxpack.descriptors")
 LOG.addHandler(logging.NullHandler())  # a library logs; the application decides what shows
 PREFIX = "descriptor loader: "
 
 
-class Severity(IntEnum):
+class Level(IntEnum):
+    """How serious a diagnostic is (logging's levels); ``--level`` filters by it."""
+
     INFO = 20
     WARN = 30
     ERROR = 40
 
     @classmethod
-    def parse(cls, text: str) -> Severity:
+    def parse(cls, text: str) -> Level:
         return {"info": cls.INFO, "warn": cls.WARN, "warning": cls.WARN, "error": cls.ERROR}[
             text.lower()
         ]
 
 
+# Where a diagnostic points: a path (kept as text), or nowhere in particular.
+PathText = str | os.PathLike[str] | None
+
+
 @dataclass(slots=True)  # not frozen: one is made per file loaded, and frozen costs
 class Diagnostic:
-    severity: Severity
+    severity: Level
     code: str
     path: str | None
     message: str
@@ -38,7 +46,7 @@ class Diagnostic:
     def line(self) -> str:
         return f"{PREFIX}{self.message}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "severity": self.severity.name,
             "code": self.code,
@@ -53,23 +61,20 @@ class Diagnostics:
     def __init__(self) -> None:
         self.items: list[Diagnostic] = []
 
-    def add(self, severity: Severity, code: str, path: str | None, message: str) -> None:
+    def add(self, severity: Level, code: str, path: PathText, message: str) -> None:
         diagnostic = Diagnostic(severity, code, str(path) if path is not None else None, message)
         self.items.append(diagnostic)
         if LOG.isEnabledFor(severity):
             LOG.log(int(severity), "%s [%s]", diagnostic.line(), code)
 
-    def info(self, code: str, path, message: str) -> None:
-        self.add(Severity.INFO, code, path, message)
+    def info(self, code: str, path: PathText, message: str) -> None:
+        self.add(Level.INFO, code, path, message)
 
-    def warn(self, code: str, path, message: str) -> None:
-        self.add(Severity.WARN, code, path, message)
+    def warn(self, code: str, path: PathText, message: str) -> None:
+        self.add(Level.WARN, code, path, message)
 
-    def error(self, code: str, path, message: str) -> None:
-        self.add(Severity.ERROR, code, path, message)
+    def error(self, code: str, path: PathText, message: str) -> None:
+        self.add(Level.ERROR, code, path, message)
 
-    def codes(self, at_least: Severity = Severity.INFO) -> list[str]:
-        return [d.code for d in self.items if d.severity >= at_least]
-
-    def at_least(self, severity: Severity) -> list[Diagnostic]:
+    def at_least(self, severity: Level) -> list[Diagnostic]:
         return [d for d in self.items if d.severity >= severity]

@@ -10,15 +10,18 @@ higher than that is flagged, since authors stamp the lowest version they need.
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from jsonschema import Draft7Validator
 
-from gfxpack.descriptors.diagnostics import Severity
+from gfxpack.descriptors.diagnostics import Diagnostic, Level
 from gfxpack.descriptors.jsonc import JsoncError, loads
 from gfxpack.descriptors.loader import LoadResult, load_validated
 from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
@@ -58,7 +61,7 @@ class FileReport:
             and _minor(self.needs) < _minor(self.declared)
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "type": self.suffix,
@@ -91,7 +94,9 @@ def schema_errors(document: object, suffix: str) -> list[str]:
     )
 
 
-def lowest_version(document: dict, suffix: str, valid_as_declared: bool = False) -> str | None:
+def lowest_version(
+    document: dict[str, Any], suffix: str, valid_as_declared: bool = False
+) -> str | None:
     """The lowest minor of the document's major whose schema accepts it."""
     declared = (
         _minor(document.get("version", "")) if isinstance(document.get("version"), str) else None
@@ -132,11 +137,25 @@ class LintResult:
     @property
     def failed(self) -> bool:
         return any(f.schema_errors for f in self.files) or bool(
-            self.load.diagnostics.at_least(Severity.ERROR)
+            self.load.diagnostics.at_least(Level.ERROR)
         )
 
+    @property
+    def problems(self) -> list[Diagnostic]:
+        """The loader's warnings and errors."""
+        return self.load.diagnostics.at_least(Level.WARN)
 
-def lint(roots: list[Path], registry: SymbolRegistry | None = None) -> LintResult:
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "files": [f.to_json() for f in self.files],
+            "diagnostics": [d.to_json() for d in self.problems],
+            "ok": not self.failed,
+        }
+
+
+def lint(
+    roots: Sequence[str | os.PathLike[str]], registry: SymbolRegistry | None = None
+) -> LintResult:
     """Schema-check every descriptor file under the roots, then load them."""
     load = load_validated(roots, registry, names=EngineNames())
     files = []

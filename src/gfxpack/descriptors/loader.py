@@ -9,17 +9,25 @@ the files hold, they return a :class:`LoadResult` and never raise.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gfxpack._gc import paused_gc
+from gfxpack.descriptors.archives import KpackArchives
 from gfxpack.descriptors.catalog import Catalog
 from gfxpack.descriptors.diagnostics import Diagnostics
 from gfxpack.descriptors.parse import parse_file
-from gfxpack.descriptors.registry import ENGINE_NAMES, EngineNames, SymbolRegistry
-from gfxpack.descriptors.resolve import DescriptorSet, Resolver, completed_metadata, engine_hex
-from gfxpack.descriptors.types import Kernel, arch_overlaps, device_base
+from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
+from gfxpack.descriptors.resolve import (
+    DescriptorSet,
+    ResolvedPack,
+    Resolver,
+    completed_metadata,
+    engine_hex,
+)
+from gfxpack.descriptors.types import KernelDescriptor, arch_overlaps, device_base
 from gfxpack.descriptors.walk import descriptor_files
 
 OWNER = "gfxpack.descriptors"
@@ -37,7 +45,7 @@ class LoadResult:
 
 
 def provider_roots(
-    installed: Sequence[str | os.PathLike],
+    installed: Sequence[str | os.PathLike[str]],
     environ: Mapping[str, str],
     runtime: str | None = None,
     diags: Diagnostics | None = None,
@@ -87,7 +95,7 @@ def build_catalog(roots: Sequence[Path], diags: Diagnostics) -> Catalog:
 
 
 def load_descriptor_sets(
-    roots: Sequence[str | os.PathLike],
+    roots: Sequence[str | os.PathLike[str]],
     disabled: str | None = None,
     diags: Diagnostics | None = None,
 ) -> LoadResult:
@@ -96,23 +104,38 @@ def load_descriptor_sets(
     diags = diags if diags is not None else Diagnostics()
     paths = [Path(r) for r in roots]
     catalog = build_catalog(paths, diags)
-    sets = Resolver(catalog, diags, disabled).run()
+    with KpackArchives() as archives:
+        sets = Resolver(catalog, diags, archives, disabled).run()
     return LoadResult(paths, sets, diags, catalog)
 
 
 def load_validated(
-    roots: Sequence[str | os.PathLike],
+    roots: Sequence[str | os.PathLike[str]],
     registry: SymbolRegistry | None = None,
     disabled: str | None = None,
-    names: EngineNames = ENGINE_NAMES,
+    names: EngineNames | None = None,
     diags: Diagnostics | None = None,
 ) -> LoadResult:
-    """Load, resolve and validate: only engines that would construct are returned."""
+    """Load, resolve and validate: only engines that would construct are returned.
+    ``names`` is the engine-name registry engines are registered in (a provider
+    process keeps one); without it, a fresh one for this load."""
     with paused_gc():
-        return _load_validated(roots, registry, disabled, names, diags)
+        return _load_validated(
+            roots, registry, disabled, names if names is not None else EngineNames(), diags
+        )
 
 
-def _load_validated(roots, registry, disabled, names, diags) -> LoadResult:
+# One reason an engine does not validate: (diagnostic code, message).
+Problem = tuple[str, str]
+
+
+def _load_validated(
+    roots: Sequence[str | os.PathLike[str]],
+    registry: SymbolRegistry | None,
+    disabled: str | None,
+    names: EngineNames,
+    diags: Diagnostics | None,
+) -> LoadResult:
     result = load_descriptor_sets(roots, disabled, diags)
     diags = result.diagnostics
     if registry is None:
@@ -147,7 +170,7 @@ def _load_validated(roots, registry, disabled, names, diags) -> LoadResult:
     return result
 
 
-def symbol_problems(candidate: DescriptorSet, registry: SymbolRegistry | None):
+def symbol_problems(candidate: DescriptorSet, registry: SymbolRegistry | None) -> Iterator[Problem]:
     if registry is None:
         return
     label = candidate.label()
@@ -179,7 +202,7 @@ def symbol_problems(candidate: DescriptorSet, registry: SymbolRegistry | None):
         )
 
 
-def collision_problems(candidate: DescriptorSet, names: EngineNames):
+def collision_problems(candidate: DescriptorSet, names: EngineNames) -> Iterator[Problem]:
     holder = names.holder(candidate.engine_id)
     if holder is not None and not (holder.owner == OWNER and holder.name == candidate.name):
         yield (
@@ -191,9 +214,10 @@ def collision_problems(candidate: DescriptorSet, names: EngineNames):
         )
 
 
-def probe_problems(candidate: DescriptorSet):
+def probe_problems(candidate: DescriptorSet) -> Iterator[Problem]:
     """The state-manager probe: completed metadata tuples unique per overlapping arch."""
-    claims: dict[tuple, list[tuple[Kernel, tuple[str, ...]]]] = {}
+    claims: dict[tuple[tuple[str, Any], ...], list[tuple[KernelDescriptor, tuple[str, ...]]]]
+    claims = {}
     for pack in candidate.packs:
         for kernel in pack.kernels:
             values = completed_metadata(kernel, candidate.schema.body)
@@ -213,7 +237,9 @@ def probe_problems(candidate: DescriptorSet):
             claims.setdefault(values, []).append((kernel, arch))
 
 
-def visible_to(candidate: DescriptorSet, device: str | None):
+def visible_to(
+    candidate: DescriptorSet, device: str | None
+) -> Iterator[tuple[ResolvedPack, list[KernelDescriptor]]]:
     """(pack, kernels) a device sees: packs and kernels whose effective arch admits it."""
     base = device_base(device) if device else None
     for pack in candidate.packs:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from gfxpack.descriptors.diagnostics import Diagnostics, Severity
+from gfxpack.descriptors.diagnostics import Diagnostics, Level
 from gfxpack.descriptors.jsonc import JsoncError, loads
 from gfxpack.descriptors.lint import schema_errors
 from gfxpack.descriptors.loader import LoadResult, load_validated
@@ -657,7 +657,7 @@ def _check(staging: Path, out: Path, registry: SymbolRegistry | None) -> LoadRes
         problems += [f"{shown(path)}: {problem}" for problem in schema_errors(document, suffix)]
     problems += [
         f"{shown(d.path) + ': ' if d.path else ''}{d.code}: {shown(d.message)}"
-        for d in load.diagnostics.at_least(Severity.ERROR)
+        for d in load.diagnostics.at_least(Level.ERROR)
     ]
     if problems:
         raise PackError(

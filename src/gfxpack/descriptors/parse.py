@@ -9,11 +9,12 @@ order; the first violation fails the file with one ERROR. The result is a
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, overload
 
 from gfxpack.descriptors.diagnostics import Diagnostics
 from gfxpack.descriptors.jsonc import JsoncError, loads
@@ -25,7 +26,7 @@ from gfxpack.descriptors.types import (
     Engine,
     Field,
     Heuristic,
-    Kernel,
+    KernelDescriptor,
     KernelSource,
     Matcher,
     MetadataSchema,
@@ -182,7 +183,7 @@ class _FileParser:
             pass
         return None
 
-    def gate_version(self, document: dict, entry: str | None = None) -> None:
+    def gate_version(self, document: dict[str, Any], entry: str | None = None) -> None:
         """Missing or malformed is an ERROR; well formed but unsupported skips with a WARN."""
         label = self.suffix if entry is None else "a 'kernelDescriptors' entry"
         if "version" not in document:
@@ -217,7 +218,7 @@ class _FileParser:
                 )
             raise Skip
 
-    def check_keys(self, obj: dict, allowed: set[str], where: str) -> None:
+    def check_keys(self, obj: dict[str, Any], allowed: set[str], where: str) -> None:
         if allowed.issuperset(obj):
             return  # the common case, decided in C
         for key in sorted(obj):
@@ -233,7 +234,7 @@ class _FileParser:
 
     # -- values ----------------------------------------------------------------------
 
-    def require(self, obj: dict, key: str, where: str) -> Any:
+    def require(self, obj: dict[str, Any], key: str, where: str) -> Any:
         if key not in obj:
             raise self.invalid(f"missing required key '{key}' in {where}")
         return obj[key]
@@ -241,7 +242,17 @@ class _FileParser:
     # string() and uuid() run for nearly every key of every file: the valid case is
     # decided first, with the fewest calls; messages are built only on failure.
 
-    def string(self, obj: dict, key: str, where: str, required: bool = True) -> str | None:
+    @overload
+    def string(
+        self, obj: dict[str, Any], key: str, where: str, required: Literal[True] = True
+    ) -> str: ...
+    @overload
+    def string(
+        self, obj: dict[str, Any], key: str, where: str, required: Literal[False]
+    ) -> str | None: ...
+    def string(
+        self, obj: dict[str, Any], key: str, where: str, required: bool = True
+    ) -> str | None:
         value = obj.get(key, _ABSENT)
         if type(value) is str and value:
             return value
@@ -251,7 +262,15 @@ class _FileParser:
             raise self.invalid(f"missing required key '{key}' in {where}")
         raise self.invalid(f"'{key}' in {where} must be a non-empty string, got {describe(value)}")
 
-    def uuid(self, obj: dict, key: str, where: str, required: bool = True) -> str | None:
+    @overload
+    def uuid(
+        self, obj: dict[str, Any], key: str, where: str, required: Literal[True] = True
+    ) -> str: ...
+    @overload
+    def uuid(
+        self, obj: dict[str, Any], key: str, where: str, required: Literal[False]
+    ) -> str | None: ...
+    def uuid(self, obj: dict[str, Any], key: str, where: str, required: bool = True) -> str | None:
         value = obj.get(key, _ABSENT)
         if value is _ABSENT:
             if not required:
@@ -266,7 +285,7 @@ class _FileParser:
             )
         return value.lower()
 
-    def string_list(self, obj: dict, key: str, where: str) -> tuple[str, ...]:
+    def string_list(self, obj: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
         value = obj.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self.invalid(f"'{key}' in {where} must be an array of strings")
@@ -274,7 +293,7 @@ class _FileParser:
             raise self.invalid(f"'{key}' in {where} repeats '{_first_repeat(value)}'")
         return tuple(value)
 
-    def arch(self, obj: dict, where: str) -> tuple[str, ...]:
+    def arch(self, obj: dict[str, Any], where: str) -> tuple[str, ...]:
         value = obj.get("arch", [])
         if not isinstance(value, list):
             raise self.invalid(
@@ -326,7 +345,7 @@ class _FileParser:
 
     # -- the seven types -----------------------------------------------------------------
 
-    def build(self, doc: dict) -> Descriptor:
+    def build(self, doc: dict[str, Any]) -> Descriptor:
         where = self.quoted
         ident = self.uuid(doc, "id", where)
         name = self.string(doc, "name", where)
@@ -343,11 +362,11 @@ class _FileParser:
         elif self.suffix == ".kdp.json":
             body, arch = self.kdp(doc, name)
         else:
-            body = self.kernel_body(doc, ident, name, standalone=True)
+            body = self.kernel_body(doc, ident, name)
             arch = body.arch
         return Descriptor(self.suffix, ident, name, self.path, self.root, body, arch)
 
-    def kmd(self, doc: dict, name: str) -> MetadataSchema:
+    def kmd(self, doc: dict[str, Any], name: str) -> MetadataSchema:
         entries = self.require(doc, "fields", self.quoted)
         if not isinstance(entries, list):
             raise self.invalid(f"'fields' in {self.quoted} must be an array")
@@ -381,13 +400,13 @@ class _FileParser:
             fields.append(Field(field_name, kind, default))
         return MetadataSchema(tuple(fields))
 
-    def uhd(self, doc: dict, name: str) -> Heuristic:
+    def uhd(self, doc: dict[str, Any], name: str) -> Heuristic:
         kind = self.string(doc, "kind", self.quoted)
         if kind not in ("native", "model"):
             raise self.invalid(f"'kind' in {self.quoted} must be 'native' or 'model', got '{kind}'")
         return Heuristic(kind, self.string(doc, "payload", self.quoted))
 
-    def ued(self, doc: dict, name: str) -> Engine:
+    def ued(self, doc: dict[str, Any], name: str) -> Engine:
         where = self.quoted
         if not _SCOPED.match(name):
             raise self.invalid(
@@ -414,7 +433,8 @@ class _FileParser:
                     f"'sdk_version' in {where} must be \"<major>.<minor>.<patch>\", "
                     f"got {describe(value)}"
                 )
-            sdk_version = tuple(int(part) for part in match.groups())
+            major, minor, patch = (int(part) for part in match.groups())
+            sdk_version = (major, minor, patch)
         graph_match = None
         if "graph_match" in doc:
             block = doc["graph_match"]
@@ -425,7 +445,7 @@ class _FileParser:
             graph_match = self.string(block, "native", label)
         return Engine(metadata, heuristic, knobs, notes, numerical, sdk_version, graph_match)
 
-    def umd(self, doc: dict, name: str) -> Matcher:
+    def umd(self, doc: dict[str, Any], name: str) -> Matcher:
         scope = self.string(doc, "scope", self.quoted)
         if scope not in ("graph", "kernel"):
             raise self.invalid(
@@ -433,10 +453,10 @@ class _FileParser:
             )
         return Matcher(scope, self.string(doc, "match_symbol", self.quoted))
 
-    def udd(self, doc: dict, name: str) -> Dispatch:
+    def udd(self, doc: dict[str, Any], name: str) -> Dispatch:
         return Dispatch(self.string(doc, "dispatch_symbol", self.quoted))
 
-    def kdp(self, doc: dict, name: str) -> tuple[Pack, tuple[str, ...]]:
+    def kdp(self, doc: dict[str, Any], name: str) -> tuple[Pack, tuple[str, ...]]:
         where = self.quoted
         engine = self.uuid(doc, "engine", where)
         dispatch = self.uuid(doc, "dispatch", where)
@@ -450,7 +470,7 @@ class _FileParser:
         entries = self.require(doc, "kernelDescriptors", where)
         if not isinstance(entries, list):
             raise self.invalid(f"'kernelDescriptors' in {where} must be an array")
-        kernels: list[Kernel] = []
+        kernels: list[KernelDescriptor] = []
         references: list[str] = []
         for i, entry in enumerate(entries):
             if isinstance(entry, str):
@@ -466,7 +486,7 @@ class _FileParser:
             label = f"a 'kernelDescriptors' entry in {where}"
             ident = self.uuid(entry, "id", label)
             kernel_name = self.string(entry, "name", label)
-            kernel = self.kernel_body(entry, ident, kernel_name, standalone=False)
+            kernel = self.kernel_body(entry, ident, kernel_name)
             if not arch_covers(arch, kernel.arch):
                 raise self.invalid(
                     f"kernel '{kernel.name}' in {where} declares arch {arch_text(kernel.arch)}, "
@@ -476,7 +496,7 @@ class _FileParser:
             kernels.append(kernel)
         return Pack(engine, dispatch, matcher_ids, tuple(kernels), tuple(references)), arch
 
-    def kernel_body(self, doc: dict, ident: str, name: str, standalone: bool) -> Kernel:
+    def kernel_body(self, doc: dict[str, Any], ident: str, name: str) -> KernelDescriptor:
         where = f"kernel '{name}' in {self.quoted}"
         if "kernel_source" not in doc:
             raise self.invalid(f"missing required key 'kernel_source' in {where}")
@@ -493,15 +513,15 @@ class _FileParser:
             metadata = {}
             for key in sorted(raw):  # sorted: the first bad value reported is deterministic
                 metadata[key] = self.metadata_value(
-                    raw[key], lambda key=key: f"metadata '{key}' of {where}"
+                    raw[key], functools.partial("metadata '{}' of {}".format, key, where)
                 )[1]
         priority = doc.get("priority", 0)
         if type(priority) is not int or not INT64[0] <= priority <= INT64[1]:
             self.integer(priority, f"'priority' of {where}")
         arch = self.arch(doc, where) if "arch" in doc else ()
         if source.kind == "kpack":
-            self.check_library(source.library, self.origin, name)
-        return Kernel(
+            self.check_library(source.archive[0], self.origin, name)
+        return KernelDescriptor(
             ident, name, source, metadata, priority, arch, self.origin, self.root, self.path
         )
 
@@ -527,7 +547,7 @@ class _FileParser:
             )
         raise self.invalid(f"unknown kernel source kind '{kind}' in {where}", "D211")
 
-    def kpack_source(self, value: dict, kernel: str, where: str) -> KernelSource:
+    def kpack_source(self, value: dict[str, Any], kernel: str, where: str) -> KernelSource:
         def malformed(key: str, why: str) -> Invalid:
             return self.invalid(f"kernel '{kernel}' has a malformed kpack '{key}': {why}", "D215")
 
@@ -601,12 +621,13 @@ def read_bytes(path: str) -> bytes:
 
 
 def parse_file(
-    path: str | os.PathLike, root: str | os.PathLike, suffix: str, diags: Diagnostics
+    path: str | os.PathLike[str], root: str | os.PathLike[str], suffix: str, diags: Diagnostics
 ) -> Descriptor | None:
     """Parse one descriptor file; problems become diagnostics, never exceptions."""
     return _FileParser(os.fspath(path), os.fspath(root), suffix, diags).run()
 
 
-def resolved_library(kernel: Kernel) -> str:
+def resolved_library(kernel: KernelDescriptor) -> str:
     """The archive a kpack kernel names: its library joined to its origin, lexically."""
-    return os.path.normpath(os.path.join(kernel.origin_directory, kernel.source.library))
+    library, _ = kernel.source.archive
+    return os.path.normpath(os.path.join(kernel.origin_directory, library))

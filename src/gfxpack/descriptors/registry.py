@@ -94,6 +94,3 @@ class EngineNames:
         if current is not None and current.owner != owner:
             raise ValueError(f"engine id already registered to '{current.name}'")
         self._names[ident] = Holder(name, owner)
-
-
-ENGINE_NAMES = EngineNames()

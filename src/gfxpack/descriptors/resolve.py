@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from gfxpack.descriptors.catalog import Catalog, Entry
+from gfxpack.descriptors.archives import ArchiveSource
+from gfxpack.descriptors.catalog import Catalog, CatalogEntry
 from gfxpack.descriptors.diagnostics import Diagnostics
 from gfxpack.descriptors.parse import resolved_library
 from gfxpack.descriptors.types import (
     Descriptor,
-    Kernel,
+    KernelDescriptor,
+    Key,
     MetadataSchema,
     arch_covers,
     arch_overlaps,
     arch_text,
 )
-from gfxpack.kpack import InvalidKpack, KpackReader
 
 FNV_OFFSET = 0xCBF29CE484222325
 FNV_PRIME = 0x100000001B3
@@ -45,7 +45,9 @@ def engine_hex(value: int) -> str:
 @dataclass(frozen=True)
 class ResolvedPack:
     descriptor: Descriptor  # the .kdp.json
-    kernels: tuple[Kernel, ...]  # inline kernels, then the referenced ones, authored order
+    kernels: tuple[
+        KernelDescriptor, ...
+    ]  # inline kernels, then the referenced ones, authored order
     matchers: tuple[Descriptor, ...]
     dispatch: Descriptor
 
@@ -53,7 +55,7 @@ class ResolvedPack:
     def arch(self) -> tuple[str, ...]:
         return self.descriptor.arch
 
-    def effective_arch(self, kernel: Kernel) -> tuple[str, ...]:
+    def effective_arch(self, kernel: KernelDescriptor) -> tuple[str, ...]:
         return kernel.arch or self.arch
 
 
@@ -99,50 +101,24 @@ class _PackDropped(Exception):
         self.reason = reason
 
 
-class _Archives:
-    """Opened .kpack archives and digests, each opened and read once per resolution."""
-
-    def __init__(self) -> None:
-        self._readers: dict[str, KpackReader | str] = {}
-
-    def reader(self, path: str) -> KpackReader:
-        if path not in self._readers:
-            try:
-                self._readers[path] = KpackReader.open(path)
-            except InvalidKpack as e:
-                self._readers[path] = e.problem
-        found = self._readers[path]
-        if isinstance(found, str):
-            raise ValueError(found)
-        return found
-
-    def close(self) -> None:
-        for reader in self._readers.values():
-            if isinstance(reader, KpackReader):
-                reader.close()
-
-    def digest(self, path: str, toc_key: str, arch: str) -> str:
-        """The sha256 of one code object; the reader decompresses each frame once."""
-        reader = self.reader(path)
-        return reader.digest(reader.find(toc_key, arch))
-
-
 class Resolver:
-    def __init__(self, catalog: Catalog, diags: Diagnostics, disabled: str | None = None):
+    """Joins a catalog into engine sets; kpack kernels are checked against ``archives``."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        diags: Diagnostics,
+        archives: ArchiveSource,
+        disabled: str | None = None,
+    ):
         self.catalog = catalog
         self.diags = diags
         self.disabled = disabled
-        self.archives = _Archives()
+        self.archives = archives
 
     def run(self) -> list[DescriptorSet]:
-        try:
-            return self._run()
-        finally:
-            self.archives.close()
-
-    def _run(self) -> list[DescriptorSet]:
         engines = self.catalog.of_type(".ued.json")
-        active: list[Entry] = []
+        active: list[CatalogEntry] = []
         for entry in engines:
             if disabled_by(self.disabled, entry.descriptor):
                 self.diags.info(
@@ -162,7 +138,7 @@ class Resolver:
         self.orphans()
         return sets
 
-    def engine(self, entry: Entry, claims: Counter) -> DescriptorSet | None:
+    def engine(self, entry: CatalogEntry, claims: Counter[int]) -> DescriptorSet | None:
         ued = entry.descriptor
         label = engine_label(ued)
         body = ued.body
@@ -287,10 +263,12 @@ class Resolver:
             return f"names kernel {ident}, which is defined only for another arch"
         return f"names kernel {ident}, which no descriptor defines"
 
-    def _candidates(self, ident: str) -> list[Entry]:
+    def _candidates(self, ident: str) -> list[CatalogEntry]:
         return self.catalog.kernels_with_id(ident)
 
-    def find_kernel(self, ident: str, pack_arch: tuple[str, ...]) -> tuple[str, Entry | None]:
+    def find_kernel(
+        self, ident: str, pack_arch: tuple[str, ...]
+    ) -> tuple[str, CatalogEntry | None]:
         """findKernelForPack: (code, catalog entry); the code says why there is none."""
         candidates = self._candidates(ident)
         covered = [e for e in candidates if arch_covers(pack_arch, e.descriptor.arch)]
@@ -303,7 +281,7 @@ class Resolver:
             return "D414", None
         return ("D415" if candidates else "D413"), None
 
-    def check_metadata(self, kernel: Kernel, schema: Descriptor) -> None:
+    def check_metadata(self, kernel: KernelDescriptor, schema: Descriptor) -> None:
         fields = schema.body.by_name
         values = kernel.metadata
         for field in schema.body.fields:
@@ -328,34 +306,32 @@ class Resolver:
                 f"which schema '{schema.name}' does not declare",
             )
 
-    def check_kpack(self, kernel: Kernel, arch: tuple[str, ...]) -> None:
+    def check_kpack(self, kernel: KernelDescriptor, arch: tuple[str, ...]) -> None:
         library = resolved_library(kernel)
         source = kernel.source
-        if not os.path.exists(library):
+        _, toc_key = source.archive
+        if not self.archives.exists(library):
             raise _PackDropped(
                 "D420",
                 f"kernel '{kernel.name}' names kpack archive \"{library}\", which does not exist",
             )
         try:
-            reader = self.archives.reader(library)
-            held = reader.arches_of(source.toc_key)
+            held = self.archives.arches(library, toc_key)
             for wanted in arch or tuple(held) or ("any",):
                 if wanted not in held:
                     raise _PackDropped(
                         "D422",
-                        f"kernel '{kernel.name}' names toc_key '{source.toc_key}', which "
+                        f"kernel '{kernel.name}' names toc_key '{toc_key}', which "
                         f'"{library}" does not hold for arch {wanted}',
                     )
-                actual = self.archives.digest(library, source.toc_key, wanted)
+                actual = self.archives.digest(library, toc_key, wanted)
                 if actual != source.sha256:
                     raise _PackDropped(
                         "D423",
                         f"kernel '{kernel.name}' has sha256 {source.sha256}, "
                         f'but "{library}" holds {actual}',
                     )
-        except (ValueError, InvalidKpack) as e:
-            if isinstance(e, _PackDropped):
-                raise
+        except ValueError as e:  # an InvalidKpack among them
             why = getattr(e, "problem", None) or str(e)
             raise _PackDropped(
                 "D421",
@@ -366,7 +342,7 @@ class Resolver:
     def orphans(self) -> None:
         """Packs naming no catalogued engine (D409); standalone kernels no pack uses (D407)."""
         engines = {e.descriptor.id for e in self.catalog.of_type(".ued.json")}
-        referenced: set[tuple] = set()
+        referenced: set[Key] = set()
         for entry in self.catalog.of_type(".kdp.json"):
             if entry.conflicted:
                 continue
@@ -407,7 +383,9 @@ def value_has_type(value: Any, kind: str) -> bool:
     return isinstance(value, list)
 
 
-def completed_metadata(kernel: Kernel, schema: MetadataSchema) -> tuple:
+def completed_metadata(
+    kernel: KernelDescriptor, schema: MetadataSchema
+) -> tuple[tuple[str, Any], ...]:
     """The kernel's metadata tuple with defaults applied, floats widened, in field order."""
     values = []
     for field in schema.fields:

@@ -56,9 +56,16 @@ class KernelSource:
     sha256: str | None = None
     signature: tuple[SignatureArg, ...] | None = None
 
+    @property
+    def archive(self) -> tuple[str, str]:
+        """(library, toc_key) of a kpack source: the archive and the kernel in it."""
+        if self.library is None or self.toc_key is None:
+            raise ValueError(f"a {self.kind} kernel source names no kpack archive")
+        return self.library, self.toc_key
+
 
 @dataclass(slots=True)
-class Kernel:
+class KernelDescriptor:
     id: str
     name: str
     source: KernelSource
@@ -68,6 +75,10 @@ class Kernel:
     origin_directory: str = ""  # the directory of the file that defines it (L4)
     tree_root: str = ""  # the root that file was found under
     path: str = ""
+
+
+# A catalog key: (suffix, id), and (suffix, id, sorted arch) for arch-keyed types.
+Key = tuple[str, str] | tuple[str, str, tuple[str, ...]]
 
 
 @dataclass(slots=True)
@@ -86,7 +97,7 @@ class Descriptor:
     arch: tuple[str, ...] = ()
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> Key:
         if self.suffix in ARCH_KEYED:
             return (self.suffix, self.id, tuple(sorted(self.arch)))
         return (self.suffix, self.id)
@@ -138,11 +149,11 @@ class Pack:
     dispatch: str
     matchers: tuple[str, ...]
     # Inline kernels, and the ids of referenced .ukd.json kernels, in authored order.
-    kernels: tuple[Kernel, ...]
+    kernels: tuple[KernelDescriptor, ...]
     references: tuple[str, ...]
 
 
-def key_text(key: tuple) -> str:
+def key_text(key: Key) -> str:
     """``<suffix> id=<uuid>[ arch=[a,b]]``."""
     text = f"{key[0]} id={key[1]}"
     return f"{text} arch=[{','.join(key[2])}]" if len(key) > 2 and key[2] else text

@@ -15,7 +15,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from gfxpack.descriptors.diagnostics import Diagnostics
+from gfxpack.descriptors.diagnostics import Diagnostics, PathText
 from gfxpack.descriptors.types import SUFFIXES
 from gfxpack.regular_files import file_kind
 
@@ -36,7 +36,7 @@ class _Walk:
         self.consecutive = 0
         self.stopped = False
 
-    def failed(self, code: str, path, message: str) -> None:
+    def failed(self, code: str, path: PathText, message: str) -> None:
         self.diags.error(code, path, message)
         self.consecutive += 1
         if self.consecutive >= MAX_CONSECUTIVE_ERRORS and not self.stopped:

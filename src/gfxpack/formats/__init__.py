@@ -1,19 +1,22 @@
 """Package formats behind one small interface.
 
-A format is a module with ``filename(info) -> str`` and ``write(info, out)``;
-``info`` is a :class:`PackageInfo`: everything one package needs, already in
-that format's spelling. The planner never knows which format its packages
-become; the DEB/RPM differences live in ``deb.py`` and ``rpm.py``.
+A format is a :class:`PackageFormat` (package_format.py): :data:`DEB` or
+:data:`RPM`, owning every DEB/RPM difference, with ``filename(info)`` and
+``write(info, out)``; ``info`` is a :class:`PackageInfo`: everything one
+package needs, already in that format's spelling. The planner never knows
+which format its packages become; the writers are ``deb.py`` and ``rpm.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import ModuleType
 
 from gfxpack.formats.compress import Compression
+from gfxpack.formats.package_format import DEB, FORMATS, RPM, PackageFormat, format_named
 from gfxpack.formats.payload import Entry
+
+__all__ = ["DEB", "FORMATS", "RPM", "PackageFormat", "PackageInfo", "format_named"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +49,3 @@ class PackageInfo:
     @property
     def full_version(self) -> str:
         return f"{self.version}-{self.release}"
-
-
-def writer(fmt: str) -> ModuleType:
-    """The module writing ``fmt`` ("deb" or "rpm")."""
-    from gfxpack.formats import deb, rpm
-
-    return {"deb": deb, "rpm": rpm}[fmt]
-
-
-FORMATS = ("deb", "rpm")

@@ -13,10 +13,10 @@ import lzma
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import BinaryIO
 
 import zstandard
 
+from gfxpack._io import Writable, as_binary_file
 from gfxpack.errors import GfxpackError
 
 DEFAULT_LEVELS = {"zstd": 9, "xz": 6, "gzip": 9, "none": 0}
@@ -56,10 +56,10 @@ class Compression:
 
 
 class _Uncompressed:
-    def __init__(self, out: BinaryIO):
+    def __init__(self, out: Writable):
         self._out = out
 
-    def write(self, data) -> int:
+    def write(self, data: bytes) -> int:
         return self._out.write(data)
 
     def flush(self) -> None:
@@ -67,7 +67,7 @@ class _Uncompressed:
 
 
 @contextmanager
-def compressing(out: BinaryIO, compression: Compression, size_hint: int = 0) -> Iterator:
+def compressing(out: Writable, compression: Compression, size_hint: int = 0) -> Iterator[Writable]:
     """A writable stream compressing into ``out``; closing it leaves ``out`` open.
 
     zstd runs multi-threaded on every core; its output does not depend on the
@@ -76,18 +76,24 @@ def compressing(out: BinaryIO, compression: Compression, size_hint: int = 0) -> 
     package does not pay for a large one. Nothing depends on time or file
     names (gzip's header is zeroed), so builds are reproducible.
     """
+    writer: zstandard.ZstdCompressionWriter | lzma.LZMAFile | gzip.GzipFile
     if compression.codec == "zstd":
         params = zstandard.ZstdCompressionParameters.from_level(
             compression.level, threads=-1, source_size=size_hint, write_checksum=True
         )
         writer = zstandard.ZstdCompressor(compression_params=params).stream_writer(
-            out, closefd=False
+            as_binary_file(out), closefd=False
         )
     elif compression.codec == "xz":
-        writer = lzma.LZMAFile(out, "wb", format=lzma.FORMAT_XZ, preset=compression.level)  # noqa: SIM115
+        sink = as_binary_file(out)
+        writer = lzma.LZMAFile(sink, "wb", format=lzma.FORMAT_XZ, preset=compression.level)  # noqa: SIM115
     elif compression.codec == "gzip":
         writer = gzip.GzipFile(
-            fileobj=out, mode="wb", compresslevel=compression.level, filename="", mtime=0
+            fileobj=as_binary_file(out),
+            mode="wb",
+            compresslevel=compression.level,
+            filename="",
+            mtime=0,
         )
     else:
         yield _Uncompressed(out)

@@ -14,10 +14,12 @@ import tempfile
 import textwrap
 from typing import BinaryIO
 
+from gfxpack._io import Writable
 from gfxpack.formats import PackageInfo
 from gfxpack.formats.compress import DEB_SUFFIX, compressing
 from gfxpack.formats.payload import (
     Entry,
+    EntryKind,
     archive_size_hint,
     installed_size,
     with_parents,
@@ -88,7 +90,7 @@ def _one_line(value: str) -> str:
     return " ".join(value.split())
 
 
-def write(info: PackageInfo, out: BinaryIO) -> None:
+def write(info: PackageInfo, out: Writable) -> None:
     suffix = DEB_SUFFIX[info.compression.codec]
     entries = with_parents(info.entries, info.mtime)
     with tempfile.TemporaryFile() as data:
@@ -98,15 +100,13 @@ def write(info: PackageInfo, out: BinaryIO) -> None:
         md5sums = "".join(
             f"{digests[e.path]}  {e.path.lstrip('/')}\n" for e in entries if e.is_file
         )
-        control = [Entry("/control", "file", 0o644, data=control_text(info).encode())]
+        members = [("/control", 0o644, control_text(info))]
         if md5sums:
-            control.append(Entry("/md5sums", "file", 0o644, data=md5sums.encode()))
-        control += [
-            Entry(f"/{name}", "file", 0o755, data=info.scripts[name].encode())
-            for name in SCRIPTS
-            if name in info.scripts
+            members.append(("/md5sums", 0o644, md5sums))
+        members += [
+            (f"/{name}", 0o755, info.scripts[name]) for name in SCRIPTS if name in info.scripts
         ]
-        control = [_sized(entry, info.mtime) for entry in control]
+        control = tuple(_inline(path, mode, text, info.mtime) for path, mode, text in members)
         with tempfile.TemporaryFile() as control_tar:
             with compressing(control_tar, info.compression, archive_size_hint(control)) as stream:
                 write_tar(stream, control, info.mtime)
@@ -119,21 +119,23 @@ def write(info: PackageInfo, out: BinaryIO) -> None:
             out.write(b"\n" * (data_size % 2))
 
 
-def _sized(entry: Entry, mtime: int) -> Entry:
-    return Entry(entry.path, "file", entry.mode, len(entry.data), data=entry.data, mtime=mtime)
+def _inline(path: str, mode: int, text: str, mtime: int) -> Entry:
+    """A control.tar member: a file of ``text``."""
+    data = text.encode()
+    return Entry(path, EntryKind.FILE, mode, len(data), data=data, mtime=mtime)
 
 
-def _ar_header(out: BinaryIO, name: str, size: int, mtime: int) -> None:
+def _ar_header(out: Writable, name: str, size: int, mtime: int) -> None:
     header = f"{name:<16}{mtime:<12}{0:<6}{0:<6}{0o100644:<8o}{size:<10}`\n"
     out.write(header.encode("ascii"))
 
 
-def _ar_member(out: BinaryIO, name: str, data: bytes, mtime: int) -> None:
+def _ar_member(out: Writable, name: str, data: bytes, mtime: int) -> None:
     _ar_header(out, name, len(data), mtime)
     out.write(data + b"\n" * (len(data) % 2))
 
 
-def _ar_copy(out: BinaryIO, name: str, file: BinaryIO, mtime: int) -> None:
+def _ar_copy(out: Writable, name: str, file: BinaryIO, mtime: int) -> None:
     size = file.tell()
     file.seek(0)
     _ar_header(out, name, size, mtime)

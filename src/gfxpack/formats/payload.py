@@ -8,7 +8,6 @@ owner root:root, mtimes clamped to the build's SOURCE_DATE_EPOCH.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import posixpath
@@ -16,9 +15,18 @@ import stat
 import tarfile
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import BinaryIO
 
+from gfxpack._io import HashingReader, Writable, as_binary_file
+
 CHUNK = 1 << 20
+
+
+class EntryKind(StrEnum):
+    FILE = "file"
+    DIR = "dir"
+    SYMLINK = "symlink"
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +34,7 @@ class Entry:
     """One path a package installs."""
 
     path: str  # absolute, normalized: /opt/rocm/core-8.2/lib/libx.so
-    kind: str  # "file", "dir" or "symlink"
+    kind: EntryKind
     mode: int = 0o644  # permission bits only
     size: int = 0
     source: str | None = None  # where a file's bytes are read from
@@ -35,8 +43,15 @@ class Entry:
     data: bytes | None = None  # inline bytes instead of a source file
 
     @property
+    def link(self) -> str:
+        """A symlink's target."""
+        if self.target is None:
+            raise OSError(f"{self.path}: a symlink entry without a target")
+        return self.target
+
+    @property
     def is_file(self) -> bool:
-        return self.kind == "file"
+        return self.kind == EntryKind.FILE
 
 
 def with_parents(entries: Iterable[Entry], mtime: int, stop: str = "/") -> tuple[Entry, ...]:
@@ -45,13 +60,13 @@ def with_parents(entries: Iterable[Entry], mtime: int, stop: str = "/") -> tuple
     for path in list(by_path):
         parent = posixpath.dirname(path)
         while parent not in by_path and parent != stop and parent.startswith(stop):
-            by_path[parent] = Entry(parent, "dir", 0o755, mtime=mtime)
+            by_path[parent] = Entry(parent, EntryKind.DIR, 0o755, mtime=mtime)
             parent = posixpath.dirname(parent)
     return tuple(sorted(by_path.values(), key=lambda e: e.path))
 
 
 def installed_size(entries: Iterable[Entry]) -> int:
-    return sum(entry.size for entry in entries if entry.kind != "dir")
+    return sum(entry.size for entry in entries if entry.kind != EntryKind.DIR)
 
 
 def archive_size_hint(entries: tuple[Entry, ...]) -> int:
@@ -59,26 +74,13 @@ def archive_size_hint(entries: tuple[Entry, ...]) -> int:
     return installed_size(entries) + 512 * (len(entries) + 2)
 
 
-class _HashingReader:
-    """Reads a file while hashing it: the one digest its format records (DEB md5sums
-    want md5, RPM file digests sha256), computed on the way to the archive."""
-
-    def __init__(self, file: BinaryIO, algorithm: str):
-        self._file = file
-        self.hash = hashlib.new(algorithm, usedforsecurity=False)
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._file.read(size)
-        self.hash.update(data)
-        return data
-
-
 def _open(entry: Entry) -> BinaryIO:
     """A file's bytes; the path is opened without following a symlink or blocking on
     a FIFO, so a source swapped after the artifacts were checked cannot leak in."""
     if entry.data is not None:
         return io.BytesIO(entry.data)
-    assert entry.source is not None
+    if entry.source is None:
+        raise OSError(f"{entry.path}: a file entry with neither contents nor a source")
     fd = os.open(entry.source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     file = os.fdopen(fd, "rb")
     if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -91,32 +93,32 @@ def _open(entry: Entry) -> BinaryIO:
 
 
 def write_tar(
-    out: BinaryIO, entries: Iterable[Entry], mtime: int, algorithm: str = "md5", root: str = "."
+    out: Writable, entries: Iterable[Entry], mtime: int, algorithm: str = "md5", root: str = "."
 ) -> dict[str, str]:
     """GNU tar of ``entries`` with names ``./opt/...``; returns each file's hex digest."""
     digests: dict[str, str] = {}
-    with tarfile.open(fileobj=out, mode="w|", format=tarfile.GNU_FORMAT) as tar:
+    with tarfile.open(fileobj=as_binary_file(out), mode="w|", format=tarfile.GNU_FORMAT) as tar:
         top = tarfile.TarInfo(root + "/")
         top.type, top.mode, top.mtime = tarfile.DIRTYPE, 0o755, mtime
         top.uname = top.gname = "root"
         tar.addfile(top)
         for entry in entries:
-            info = tarfile.TarInfo(root + entry.path + ("/" if entry.kind == "dir" else ""))
+            info = tarfile.TarInfo(root + entry.path + ("/" if entry.kind == EntryKind.DIR else ""))
             info.mode = entry.mode
             info.mtime = entry.mtime
             info.uid = info.gid = 0
             info.uname = info.gname = "root"
-            if entry.kind == "dir":
+            if entry.kind == EntryKind.DIR:
                 info.type = tarfile.DIRTYPE
                 tar.addfile(info)
-            elif entry.kind == "symlink":
+            elif entry.kind == EntryKind.SYMLINK:
                 info.type = tarfile.SYMTYPE
-                info.linkname = entry.target
+                info.linkname = entry.link
                 tar.addfile(info)
             else:
                 info.size = entry.size
                 with _open(entry) as file:
-                    reader = _HashingReader(file, algorithm)
+                    reader = HashingReader(file, algorithm)
                     tar.addfile(info, reader)
                     if file.read(1):
                         raise OSError(f"{entry.source} grew while it was packaged")
@@ -135,7 +137,7 @@ def _pad4(length: int) -> bytes:
 
 
 def _cpio_header(
-    out: BinaryIO, name: str, ino: int, mode: int, nlink: int, mtime: int, size: int
+    out: Writable, name: str, ino: int, mode: int, nlink: int, mtime: int, size: int
 ) -> None:
     encoded = name.encode() + b"\0"
     header = _NEWC.format(ino, mode, 0, 0, nlink, mtime, size, 0, 0, 0, 0, len(encoded), 0)
@@ -143,17 +145,17 @@ def _cpio_header(
 
 
 def write_cpio(
-    out: BinaryIO, entries: Iterable[Entry], algorithm: str = "sha256", root: str = "."
+    out: Writable, entries: Iterable[Entry], algorithm: str = "sha256", root: str = "."
 ) -> dict[str, str]:
     """newc cpio with names ``./opt/...`` and inodes numbered from 1 in entry order;
     returns each file's hex digest."""
     digests: dict[str, str] = {}
     for ino, entry in enumerate(entries, start=1):
         name = root + entry.path
-        if entry.kind == "dir":
+        if entry.kind == EntryKind.DIR:
             _cpio_header(out, name, ino, stat.S_IFDIR | entry.mode, 2, entry.mtime, 0)
-        elif entry.kind == "symlink":
-            target = entry.target.encode()
+        elif entry.kind == EntryKind.SYMLINK:
+            target = entry.link.encode()
             _cpio_header(out, name, ino, stat.S_IFLNK | 0o777, 1, entry.mtime, len(target))
             out.write(target + _pad4(len(target)))
         else:
@@ -161,7 +163,7 @@ def write_cpio(
                 raise OSError(f"{entry.path}: {entry.size} bytes is too large for a cpio payload")
             _cpio_header(out, name, ino, stat.S_IFREG | entry.mode, 1, entry.mtime, entry.size)
             with _open(entry) as file:
-                reader = _HashingReader(file, algorithm)
+                reader = HashingReader(file, algorithm)
                 copied = 0
                 while chunk := reader.read(min(CHUNK, entry.size - copied)):
                     out.write(chunk)

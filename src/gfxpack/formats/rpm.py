@@ -18,11 +18,18 @@ import stat
 import struct
 import tempfile
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 
+from gfxpack._io import HashingWriter, Writable
 from gfxpack.formats import PackageInfo
 from gfxpack.formats.compress import compressing
-from gfxpack.formats.payload import Entry, archive_size_hint, installed_size, write_cpio
+from gfxpack.formats.payload import (
+    Entry,
+    EntryKind,
+    archive_size_hint,
+    installed_size,
+    write_cpio,
+)
 
 # Data types (rpm's rpmTagType).
 INT16, INT32, INT64, STRING, BIN, STRING_ARRAY, I18NSTRING = 3, 4, 5, 6, 7, 8, 9
@@ -164,41 +171,12 @@ def _encode(kind: int, value: Any) -> tuple[bytes, int]:
     return struct.pack(f">{len(values)}{code}", *values), len(values)
 
 
-class _CountingWriter:
-    """Writes through, counting the bytes: the uncompressed payload size."""
-
-    def __init__(self, out):
-        self._out = out
-        self.size = 0
-
-    def write(self, data) -> int:
-        self.size += len(data)
-        return self._out.write(data)
-
-
-class _HashingWriter:
-    """Writes through to a file, hashing and counting the bytes."""
-
-    def __init__(self, out: BinaryIO):
-        self._out = out
-        self.size = 0
-        self.sha256 = hashlib.sha256()
-
-    def write(self, data) -> int:
-        self.sha256.update(data)
-        self.size += len(data)
-        return self._out.write(data)
-
-    def flush(self) -> None:
-        self._out.flush()
-
-
-def write(info: PackageInfo, out: BinaryIO) -> None:
+def write(info: PackageInfo, out: Writable) -> None:
     entries = info.entries
     with tempfile.TemporaryFile() as payload:
-        compressed = _HashingWriter(payload)
+        compressed = HashingWriter(payload, "sha256")
         with compressing(compressed, info.compression, archive_size_hint(entries)) as stream:
-            raw = _CountingWriter(stream)
+            raw = HashingWriter(stream)  # counting only: the uncompressed size
             digests = write_cpio(raw, entries)
         header = _main_header(info, entries, digests, compressed).build(HEADER_REGION)
         md5 = hashlib.md5(header, usedforsecurity=False)
@@ -225,7 +203,12 @@ def _lead(info: PackageInfo) -> bytes:
     return LEAD_MAGIC + struct.pack(">BBhh66shh16x", 3, 0, 0, 1, name, 1, 5)
 
 
-def _main_header(info, entries, digests, compressed) -> _HeaderBuilder:
+def _main_header(
+    info: PackageInfo,
+    entries: tuple[Entry, ...],
+    digests: dict[str, str],
+    compressed: HashingWriter,
+) -> _HeaderBuilder:
     h = _HeaderBuilder()
     h.add(I18NTABLE, STRING_ARRAY, ["C"])
     h.add(NAME, STRING, info.name)
@@ -257,7 +240,7 @@ def _main_header(info, entries, digests, compressed) -> _HeaderBuilder:
     h.add(PAYLOADCOMPRESSOR, STRING, PAYLOAD_COMPRESSOR[info.compression.codec])
     h.add(PAYLOADFLAGS, STRING, str(info.compression.level))
     h.add(ENCODING, STRING, "utf-8")
-    h.add(PAYLOADDIGEST, STRING_ARRAY, [compressed.sha256.hexdigest()])
+    h.add(PAYLOADDIGEST, STRING_ARRAY, [compressed.hexdigest()])
     h.add(PAYLOADDIGESTALGO, INT32, SHA256_ALGO)
     return h
 
@@ -290,7 +273,7 @@ def _add_relations(h: _HeaderBuilder, info: PackageInfo) -> None:
         h.add_dependencies(tags, [parse_dependency(t) for t in texts])
 
 
-def _add_files(h: _HeaderBuilder, entries: tuple[Entry, ...], digests) -> None:
+def _add_files(h: _HeaderBuilder, entries: tuple[Entry, ...], digests: dict[str, str]) -> None:
     dirnames: dict[str, int] = {}
     indexes, basenames = [], []
     for entry in entries:
@@ -300,25 +283,33 @@ def _add_files(h: _HeaderBuilder, entries: tuple[Entry, ...], digests) -> None:
     for entry in entries:
         if entry.size > 0xFFFFFFFF:
             raise OSError(f"{entry.path}: files over 4 GiB are not supported yet")
-    kind_bits = {"file": stat.S_IFREG, "dir": stat.S_IFDIR, "symlink": stat.S_IFLNK}
+    kind_bits = {
+        EntryKind.FILE: stat.S_IFREG,
+        EntryKind.DIR: stat.S_IFDIR,
+        EntryKind.SYMLINK: stat.S_IFLNK,
+    }
     n = len(entries)
     h.add(
         FILESIZES,
         INT32,
         [
-            e.size if e.is_file else len(e.target.encode()) if e.kind == "symlink" else 4096
+            e.size if e.is_file else len(e.link.encode()) if e.kind == EntryKind.SYMLINK else 4096
             for e in entries
         ],
     )
     h.add(
         FILEMODES,
         INT16,
-        [kind_bits[e.kind] | (0o777 if e.kind == "symlink" else e.mode) for e in entries],
+        [kind_bits[e.kind] | (0o777 if e.kind == EntryKind.SYMLINK else e.mode) for e in entries],
     )
     h.add(FILERDEVS, INT16, [0] * n)
     h.add(FILEMTIMES, INT32, [e.mtime for e in entries])
     h.add(FILEDIGESTS, STRING_ARRAY, [digests[e.path] if e.is_file else "" for e in entries])
-    h.add(FILELINKTOS, STRING_ARRAY, [e.target if e.kind == "symlink" else "" for e in entries])
+    h.add(
+        FILELINKTOS,
+        STRING_ARRAY,
+        [e.target if e.kind == EntryKind.SYMLINK else "" for e in entries],
+    )
     h.add(FILEFLAGS, INT32, [0] * n)
     h.add(FILEUSERNAME, STRING_ARRAY, ["root"] * n)
     h.add(FILEGROUPNAME, STRING_ARRAY, ["root"] * n)

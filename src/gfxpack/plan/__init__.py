@@ -4,6 +4,7 @@ from gfxpack.plan.artifact_index import ArtifactIndex
 from gfxpack.plan.model import (
     Cause,
     Kind,
+    MissingDependencies,
     Mode,
     Note,
     PinPolicy,
@@ -13,7 +14,7 @@ from gfxpack.plan.model import (
     ReleasePlan,
     Req,
     Severity,
-    render,
+    Variant,
 )
 from gfxpack.plan.planner import PlanOptions, plan
 
@@ -21,6 +22,7 @@ __all__ = [
     "ArtifactIndex",
     "Cause",
     "Kind",
+    "MissingDependencies",
     "Mode",
     "Note",
     "PinPolicy",
@@ -31,6 +33,6 @@ __all__ = [
     "ReleasePlan",
     "Req",
     "Severity",
+    "Variant",
     "plan",
-    "render",
 ]

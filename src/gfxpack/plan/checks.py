@@ -17,19 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from gfxpack.config import PackageSpec
+from gfxpack.formats.package_format import FORMATS, PackageFormat
 from gfxpack.plan.model import Cause, Kind, ReleasePlan
-from gfxpack.plan.naming import FORMATS
 from gfxpack.plan.rules import dependency_base, is_package_dependency
-
-# package.json key of each (format, relation list), for pointers in messages.
-_KEYS = {
-    ("deb", "depends"): "DEBDepends",
-    ("rpm", "depends"): "RPMRequires",
-    ("deb", "recommends"): "DEBRecommends",
-    ("rpm", "recommends"): "RPMRecommends",
-    ("deb", "suggests"): "DEBSuggests",
-    ("rpm", "suggests"): "RPMSuggests",
-}
 
 
 def declared_dependencies(
@@ -45,7 +35,7 @@ def declared_dependencies(
             if base in buildable or name in reported:
                 continue
             reported.add(name)
-            where = f"{spec.pointer}/{_KEYS[fmt, list_name]}/{index}"
+            where = f"{spec.pointer}/{fmt.key_of(list_name)}/{index}"
             if base is None:
                 why = "which package.json does not define"
             elif specs[base].disabled:
@@ -58,7 +48,9 @@ def declared_dependencies(
     return causes
 
 
-def _declared_package_names(spec: PackageSpec) -> Iterator[tuple[str, str, int, str]]:
+def _declared_package_names(
+    spec: PackageSpec,
+) -> Iterator[tuple[PackageFormat, str, int, str]]:
     for fmt in FORMATS:
         for list_name, relations in spec.relations(fmt).dependency_lists():
             for index, relation in enumerate(relations):
@@ -85,7 +77,7 @@ def unique_names(plan: ReleasePlan) -> Iterator[Cause]:
             first = owner.setdefault(name, package.base)
             if first != package.base:
                 yield Cause(
-                    f"{first} and {package.base} both produce the {fmt.upper()} package {name}",
+                    f"{first} and {package.base} both produce the {fmt.title} package {name}",
                     (first, package.base),
                 )
 
@@ -110,7 +102,7 @@ def cross_arch_edges(plan: ReleasePlan) -> Iterator[Cause]:
             continue
         for fmt in FORMATS:
             for req in package.relations(fmt).edges():
-                target = plan.by_key.get(req.target)
+                target = plan.by_key.get(req.target or "")
                 if target and target.arch is not None and target.arch != package.arch:
                     if (package.key, target.key) in seen:
                         continue
@@ -128,10 +120,10 @@ def empty_aggregators(plan: ReleasePlan) -> Iterator[Cause]:
             continue
         for fmt in FORMATS:
             if not package.relations(fmt).depends:
-                key = "DEBDepends" if fmt == "deb" else "RPMRequires"
+                key = fmt.key_of("depends")
                 yield Cause(
                     f"{package.name(fmt)} ({package.kind.label}) aggregates nothing in "
-                    f"{fmt.upper()}: a metapackage needs at least one dependency "
+                    f"{fmt.title}: a metapackage needs at least one dependency "
                     f"(check {key} of {package.base})",
                     (package.key,),
                 )

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
 from functools import cached_property
 
 from gfxpack.config import PackageSpec
 from gfxpack.errors import GfxpackError
-from gfxpack.relations import deb_atom, rpm_atom
+from gfxpack.formats.package_format import FORMATS, PackageFormat
 
 
-class Kind(StrEnum):
-    """The package types of seed 000."""
+class Kind(Enum):
+    """The package types of seed 000. (Not a StrEnum: ``title`` would shadow
+    ``str.title``; ``str(kind)`` is still its value.)"""
 
     VERSIONED = "versioned"
     NON_VERSIONED = "non-versioned"
@@ -23,6 +24,9 @@ class Kind(StrEnum):
     GENERIC_META = "generic-meta"  # a Gfxarch=True metapackage: every arch meta
     ARCH_META = "arch-meta"  # a Gfxarch=True metapackage for one arch
     VERSIONED_META = "versioned-meta"  # a Gfxarch=False metapackage
+
+    def __str__(self) -> str:
+        return str(self.value)
 
     @property
     def is_aggregator(self) -> bool:
@@ -80,6 +84,20 @@ class Mode(StrEnum):
     SINGLE_ARCH = "single-arch"
 
 
+class Variant(StrEnum):
+    """A build variant; its packages' names and prefix say which."""
+
+    STANDARD = ""
+    ASAN = "asan"  # -asan names and the core-asan-X.Y prefix
+
+
+class MissingDependencies(StrEnum):
+    """What becomes of an amdrocm dependency no buildable package satisfies."""
+
+    ERROR = "error"  # the plan fails
+    WARN = "warn"  # the dependency is omitted, with a warning
+
+
 class Severity(StrEnum):
     WARNING = "warning"
     INFO = "info"
@@ -87,7 +105,8 @@ class Severity(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Req:
-    """One alternative of a planned relation.
+    """One alternative of a planned relation, in no format's syntax (each format
+    renders it: PackageFormat.render).
 
     ``target`` is the key of the planned package it points to, or None for a
     system package, whose ``text`` is copied verbatim into its own format.
@@ -100,22 +119,9 @@ class Req:
     reason: Reason = Reason.SYSTEM
     text: str | None = None
 
-    def render(self, fmt: str) -> str:
-        if self.text is not None:
-            return self.text
-        return (deb_atom if fmt == "deb" else rpm_atom)(self.name, self.op, self.version)
-
 
 # One relation: satisfied by any of its alternatives.
 Dep = tuple[Req, ...]
-
-
-def render(dep: Dep, fmt: str) -> str:
-    """``a | b`` for DEB, ``(a or b)`` for RPM."""
-    parts = [req.render(fmt) for req in dep]
-    if fmt == "deb":
-        return " | ".join(parts)
-    return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +152,8 @@ class PackageRelations:
 
 @dataclass(frozen=True, slots=True)
 class PlannedPackage:
-    """One package to build. ``key`` is its RPM spelling, unique in a plan."""
+    """One package to build. ``key`` is its name in package.json's spelling (RPM's),
+    unique in a plan; ``deb`` and ``rpm`` hold each format's name and relations."""
 
     key: str
     base: str
@@ -156,10 +163,11 @@ class PlannedPackage:
     deb: PackageRelations
     rpm: PackageRelations
 
-    def relations(self, fmt: str) -> PackageRelations:
-        return self.deb if fmt == "deb" else self.rpm
+    def relations(self, fmt: PackageFormat) -> PackageRelations:
+        found: PackageRelations = getattr(self, fmt.name)
+        return found
 
-    def name(self, fmt: str) -> str:
+    def name(self, fmt: PackageFormat) -> str:
         return self.relations(fmt).name
 
 
@@ -182,7 +190,7 @@ class ReleasePlan:
     targets: tuple[str, ...]
     arches: tuple[str, ...]
     prefix: str
-    variant: str
+    variant: Variant
     pin_policy: PinPolicy
     packages: tuple[PlannedPackage, ...]
     specs: Mapping[str, PackageSpec] = field(default_factory=dict)
@@ -197,10 +205,10 @@ class ReleasePlan:
         return {package.key: package for package in self.packages}
 
     def get(self, name: str) -> PlannedPackage | None:
-        """A package by its RPM or DEB name."""
+        """A package by its name in any format."""
         found = self.by_key.get(name)
         if found is None:
-            found = next((p for p in self.packages if p.deb.name == name), None)
+            found = next((p for p in self.packages for fmt in FORMATS if p.name(fmt) == name), None)
         return found
 
     def family(self, base: str) -> list[PlannedPackage]:

@@ -1,19 +1,21 @@
 """Every package name gfxpack produces, in one place (spec packaging.md section 6).
 
 Names are built from the base name, the ``X.Y`` of the ROCm version, an
-optional arch suffix and the build variant. DEB spells a ``-devel`` base as
-``-dev`` before anything is appended; RPM keeps ``-devel``.
+optional arch suffix and the build variant. The format spells the base before
+anything is appended (DEB writes a ``-devel`` base as ``-dev``); without a format,
+a name keeps package.json's spelling, which is the package's key in a plan.
 
 >>> version_xy("7.14.0~dev20260625")
 '7.14'
 >>> arch_suffix("gfx94X-dcgpu"), arch_suffix("gfx942:xnack+")
 ('gfx94x', 'gfx942')
 >>> n = Naming("8.2")
->>> n.host("amdrocm-blas", "deb"), n.device("amdrocm-blas", "gfx942", "deb")
+>>> from gfxpack.formats import DEB, RPM
+>>> n.host("amdrocm-blas", DEB), n.device("amdrocm-blas", "gfx942", DEB)
 ('amdrocm-blas-host8.2', 'amdrocm-blas8.2-gfx942')
->>> n.versioned("amdrocm-core-devel", "deb", "gfx1100"), n.versioned("amdrocm-core-devel", "rpm")
+>>> n.versioned("amdrocm-core-devel", DEB, "gfx1100"), n.versioned("amdrocm-core-devel", RPM)
 ('amdrocm-core-dev8.2-gfx1100', 'amdrocm-core-devel8.2')
->>> Naming("8.2", asan=True).host("amdrocm-fft", "rpm")
+>>> Naming("8.2", asan=True).host("amdrocm-fft")
 'amdrocm-fft-host-asan8.2'
 """
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-FORMATS = ("deb", "rpm")
+from gfxpack.formats.package_format import PackageFormat
 
 _LEADING_DIGITS = re.compile(r"^\d+")
 _VERSION = re.compile(r"^[0-9][A-Za-z0-9.+~]*$")
@@ -64,13 +66,9 @@ def arch_suffix(target: str) -> str:
     return target.split(":", 1)[0].lower().split("-", 1)[0]
 
 
-def deb_base(base: str) -> str:
-    """DEB spells a -devel base as -dev."""
-    return base[: -len("-devel")] + "-dev" if base.endswith("-devel") else base
-
-
-def spelled(base: str, fmt: str) -> str:
-    return deb_base(base) if fmt == "deb" else base
+def spelled(base: str, fmt: PackageFormat | None = None) -> str:
+    """``base`` as ``fmt`` spells it; as package.json does without a format."""
+    return base if fmt is None else fmt.spell(base)
 
 
 def install_prefix(prefix: str | None, xy: str, asan: bool = False) -> str:
@@ -92,18 +90,22 @@ class Naming:
         # ASAN inserts -asan right before the version: amdrocm-core-asan7.15.
         return f"-asan{self.xy}" if self.asan else self.xy
 
-    def host(self, base: str, fmt: str) -> str:
+    def host(self, base: str, fmt: PackageFormat | None = None) -> str:
         return f"{spelled(base, fmt)}-host{self._version_tag}"
 
-    def device(self, base: str, arch: str, fmt: str) -> str:
+    def device(self, base: str, arch: str, fmt: PackageFormat | None = None) -> str:
         return f"{spelled(base, fmt)}{self._version_tag}-{arch}"
 
-    def versioned(self, base: str, fmt: str, arch: str | None = None) -> str:
+    def versioned(
+        self, base: str, fmt: PackageFormat | None = None, arch: str | None = None
+    ) -> str:
         """Versioned, per-package meta, generic meta or versioned meta; arch-suffixed
         for an arch meta and for gfxarch packages in single-arch mode."""
         name = f"{spelled(base, fmt)}{self._version_tag}"
         return f"{name}-{arch}" if arch else name
 
-    def non_versioned(self, base: str, fmt: str, arch: str | None = None) -> str:
+    def non_versioned(
+        self, base: str, fmt: PackageFormat | None = None, arch: str | None = None
+    ) -> str:
         name = spelled(base, fmt) + ("-asan" if self.asan else "")
         return f"{name}-{arch}" if arch else name

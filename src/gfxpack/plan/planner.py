@@ -9,17 +9,19 @@ every problem.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from gfxpack._gc import paused_gc
 from gfxpack.config import PackageSpec, Relations
+from gfxpack.formats.package_format import FORMATS, PackageFormat
 from gfxpack.plan import checks, rules
 from gfxpack.plan.artifact_index import ArtifactIndex
 from gfxpack.plan.model import (
     Cause,
     Dep,
     Kind,
+    MissingDependencies,
     Mode,
     Note,
     PackageRelations,
@@ -30,21 +32,19 @@ from gfxpack.plan.model import (
     ReleasePlan,
     Req,
     Severity,
+    Variant,
 )
 from gfxpack.plan.naming import (
-    FORMATS,
     InvalidName,
     Naming,
     arch_suffix,
     check_release,
-    deb_base,
     install_prefix,
     version_xy,
 )
-from gfxpack.plan.rules import Ref
+from gfxpack.plan.rules import Ref, RuleName, Shape
 from gfxpack.plan.targets import check_target
-
-VARIANTS = ("", "asan")
+from gfxpack.relations import Relation
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +53,9 @@ class PlanOptions:
 
     mode: Mode = Mode.KPACK
     pin_policy: PinPolicy = PinPolicy.FAMILY
-    variant: str = ""  # "" or "asan"
+    variant: Variant = Variant.STANDARD
     install_prefix: str | None = None  # None: /opt/rocm/core-X.Y
-    # Decision 3: "error", or "warn" to omit unresolvable amdrocm dependencies.
-    missing_dependencies: str = "error"
+    missing_dependencies: MissingDependencies = MissingDependencies.ERROR
 
 
 def plan(
@@ -74,26 +73,35 @@ def plan(
 
 
 class _Planner:
-    def __init__(self, specs, targets, rocm_version, release, options, artifacts):
+    def __init__(
+        self,
+        specs: Sequence[PackageSpec],
+        targets: Sequence[str],
+        rocm_version: str,
+        release: str,
+        options: PlanOptions,
+        artifacts: ArtifactIndex | None,
+    ):
         self.options = options
         self.artifacts = artifacts
         self.rocm_version = rocm_version
         self.release = release
         self.causes: list[Cause] = []
         self.notes: dict[str, Note] = {}  # by message: each said once
-        self._names: dict[tuple[Ref, str], str] = {}
-        self._reqs: dict[tuple, Req] = {}
+        self._names: dict[tuple[Ref, PackageFormat | None], str] = {}
+        self._reqs: dict[tuple[Ref, Reason, str | None, PackageFormat], Req] = {}
         self.all_specs = {spec.name: spec for spec in specs}
         self.specs = specs
         self.targets, self.arches = self._targets(targets)
         try:
-            self.naming = Naming(version_xy(rocm_version), asan=options.variant == "asan")
+            self.naming = Naming(version_xy(rocm_version), asan=options.variant == Variant.ASAN)
             check_release(release)
         except InvalidName as e:
             self.causes.append(Cause(str(e)))
-        if options.variant not in VARIANTS:
+        # The options are enums; a caller's plain string is checked all the same.
+        if options.variant not in set(Variant):
             self.causes.append(Cause(f"build variant {options.variant!r}: expected '' or 'asan'"))
-        if options.missing_dependencies not in ("error", "warn"):
+        if options.missing_dependencies not in set(MissingDependencies):
             self.causes.append(
                 Cause(
                     f"missing_dependencies {options.missing_dependencies!r}: "
@@ -120,7 +128,7 @@ class _Planner:
                 self.causes.append(Cause(str(e)))
                 continue
             if in_tree is not None and suffix not in in_tree:
-                have = ", ".join(self.artifacts.targets()) or "none"
+                have = ", ".join(self.artifacts.targets() if self.artifacts else ()) or "none"
                 self.causes.append(
                     Cause(
                         f"target {target}: the artifacts tree has no per-arch artifacts for it "
@@ -236,7 +244,7 @@ class _Planner:
             )
         return True, present
 
-    # -- the universe the rules ask ------------------------------------------
+    # -- what the rules ask of the other bases (rules.Bases) ---------------------
 
     def is_gfxarch(self, base: str) -> bool:
         return self.gfxarch[base]
@@ -248,15 +256,16 @@ class _Planner:
         return arch in self.device_arches[base]
 
     def host_name(self, base: str) -> str:
-        return self.naming.host(base, "rpm")
+        return self.naming.host(base)
 
-    def name(self, ref: Ref, fmt: str) -> str:
+    def name(self, ref: Ref, fmt: PackageFormat | None = None) -> str:
+        """The name of ``ref`` in ``fmt``; without a format, its key in the plan."""
         key = (ref, fmt)
         name = self._names.get(key)
         if name is None:
-            if ref.shape == "host":
+            if ref.shape is Shape.HOST:
                 name = self.naming.host(ref.base, fmt)
-            elif ref.shape == "versioned":
+            elif ref.shape is Shape.VERSIONED:
                 name = self.naming.versioned(ref.base, fmt, ref.arch)
             else:
                 name = self.naming.non_versioned(ref.base, fmt, ref.arch)
@@ -275,13 +284,13 @@ class _Planner:
             self.gfxarch[spec.name], self.device_arches[spec.name] = self._classify(spec)
 
         declared = checks.declared_dependencies(self.all_specs, self.buildable)
-        if self.options.missing_dependencies == "error":
+        if self.options.missing_dependencies == MissingDependencies.ERROR:
             self.causes.extend(declared)
         else:
             for cause in declared:
                 self.note(Severity.WARNING, f"{cause}: dependency omitted", cause.packages)
 
-        packages = []
+        packages: list[PlannedPackage] = []
         for spec in self.buildable.values():
             if self.options.mode is Mode.SINGLE_ARCH:
                 packages.extend(self._single_arch_family(spec))
@@ -318,45 +327,49 @@ class _Planner:
 
     # One method per package type of seed 000; each yields the family in build order.
 
-    def _gfxarch_family(self, spec: PackageSpec):
+    def _gfxarch_family(self, spec: PackageSpec) -> Iterator[PlannedPackage]:
         """host + one device per arch + per-package meta + non-versioned (N+3)."""
         base = spec.name
-        host = Ref("host", base)
-        yield self._package(spec, host, Kind.HOST, None, True, "host")
-        devices = [Ref("versioned", base, arch) for arch in self.device_arches[base]]
+        host = Ref(Shape.HOST, base)
+        yield self._package(spec, host, Kind.HOST, None, True, RuleName.HOST)
+        devices = [Ref(Shape.VERSIONED, base, arch) for arch in self.device_arches[base]]
         for ref in devices:
             own_host = [(host, Reason.OWN_HOST)]
-            yield self._package(spec, ref, Kind.DEVICE, ref.arch, True, "device", own_host)
-        meta = Ref("versioned", base)
+            yield self._package(spec, ref, Kind.DEVICE, ref.arch, True, RuleName.DEVICE, own_host)
+        meta = Ref(Shape.VERSIONED, base)
         members = [(ref, Reason.MEMBER) for ref in [host, *devices]]
         yield self._package(spec, meta, Kind.META, None, False, None, members)
-        yield self._non_versioned(spec, Ref("non-versioned", base), meta)
+        yield self._non_versioned(spec, Ref(Shape.NON_VERSIONED, base), meta)
 
-    def _gfxarch_meta_family(self, spec: PackageSpec):
+    def _gfxarch_meta_family(self, spec: PackageSpec) -> Iterator[PlannedPackage]:
         """generic meta + one arch meta per arch + non-versioned (N+2)."""
         base = spec.name
-        arch_metas = [Ref("versioned", base, arch) for arch in self.arches]
-        generic = Ref("versioned", base)
+        arch_metas = [Ref(Shape.VERSIONED, base, arch) for arch in self.arches]
+        generic = Ref(Shape.VERSIONED, base)
         members = [(ref, Reason.MEMBER) for ref in arch_metas]
         yield self._package(spec, generic, Kind.GENERIC_META, None, False, None, members)
         for ref in arch_metas:
-            yield self._package(spec, ref, Kind.ARCH_META, ref.arch, False, "arch-meta")
-        yield self._non_versioned(spec, Ref("non-versioned", base), generic)
+            yield self._package(spec, ref, Kind.ARCH_META, ref.arch, False, RuleName.ARCH_META)
+        yield self._non_versioned(spec, Ref(Shape.NON_VERSIONED, base), generic)
 
-    def _simple_family(self, spec: PackageSpec):
+    def _simple_family(self, spec: PackageSpec) -> Iterator[PlannedPackage]:
         """versioned (or versioned meta) + non-versioned (2)."""
-        versioned = Ref("versioned", spec.name)
+        versioned = Ref(Shape.VERSIONED, spec.name)
         if spec.metapackage:
-            kind, rule, has_files = Kind.VERSIONED_META, "versioned-meta", False
+            kind, rule, has_files = Kind.VERSIONED_META, RuleName.VERSIONED_META, False
         else:
-            kind, rule, has_files = Kind.VERSIONED, "devel" if spec.is_devel else "versioned", True
+            kind, rule, has_files = (
+                Kind.VERSIONED,
+                RuleName.DEVEL if spec.is_devel else RuleName.VERSIONED,
+                True,
+            )
         yield self._package(spec, versioned, kind, None, has_files, rule, self._runtime_meta(spec))
-        yield self._non_versioned(spec, Ref("non-versioned", spec.name), versioned)
+        yield self._non_versioned(spec, Ref(Shape.NON_VERSIONED, spec.name), versioned)
 
-    def _single_arch_family(self, spec: PackageSpec):
+    def _single_arch_family(self, spec: PackageSpec) -> Iterator[PlannedPackage]:
         """Legacy mode: versioned + non-versioned, both arch-suffixed if gfxarch."""
         arch = self.arches[0] if self.gfxarch[spec.name] else None
-        versioned = Ref("versioned", spec.name, arch)
+        versioned = Ref(Shape.VERSIONED, spec.name, arch)
         kind = Kind.VERSIONED_META if spec.metapackage else Kind.VERSIONED
         yield self._package(
             spec,
@@ -364,10 +377,10 @@ class _Planner:
             kind,
             arch,
             not spec.metapackage,
-            "single-arch",
+            RuleName.SINGLE_ARCH,
             self._runtime_meta(spec),
         )
-        yield self._non_versioned(spec, Ref("non-versioned", spec.name, arch), versioned)
+        yield self._non_versioned(spec, Ref(Shape.NON_VERSIONED, spec.name, arch), versioned)
 
     def _runtime_meta(self, spec: PackageSpec) -> list[tuple[Ref, Reason]]:
         """A devel metapackage also depends on its runtime meta (Decision 2)."""
@@ -381,7 +394,7 @@ class _Planner:
             if (self.options.mode is Mode.SINGLE_ARCH and self.gfxarch[runtime])
             else None
         )
-        return [(Ref("versioned", runtime, arch), Reason.RUNTIME_META)]
+        return [(Ref(Shape.VERSIONED, runtime, arch), Reason.RUNTIME_META)]
 
     def _non_versioned(self, spec: PackageSpec, ref: Ref, target: Ref) -> PlannedPackage:
         """The user-facing name: depends on its versioned package and carries the
@@ -404,11 +417,11 @@ class _Planner:
         kind: Kind,
         arch: str | None,
         has_files: bool,
-        rule: str | None,
+        rule: RuleName | None,
         implicit: Sequence[tuple[Ref, Reason]] = (),
         declared: bool = False,
     ) -> PlannedPackage:
-        relations = {}
+        relations: dict[str, PackageRelations] = {}
         for fmt in FORMATS:
             name = self.name(ref, fmt)
             lists: dict[str, tuple[Dep, ...]] = {}
@@ -423,18 +436,19 @@ class _Planner:
                 lists[list_name] = _unique(resolved)
             if declared:
                 lists.update(_declared(source, fmt))
-            relations[fmt] = PackageRelations(name=name, **lists)
+            relations[fmt.name] = PackageRelations(name=name, **lists)
         return PlannedPackage(
-            key=relations["rpm"].name,
+            key=self.name(ref),
             base=spec.name,
             kind=kind,
             arch=arch,
             has_files=has_files,
-            deb=relations["deb"],
-            rpm=relations["rpm"],
+            **relations,
         )
 
-    def _req(self, spec: PackageSpec, kind: Kind, ref: Ref, reason: Reason, fmt: str) -> Req:
+    def _req(
+        self, spec: PackageSpec, kind: Kind, ref: Ref, reason: Reason, fmt: PackageFormat
+    ) -> Req:
         op = rules.pin_op(self.options.pin_policy, kind, reason, spec.metapackage)
         # Thousands of packages share edges such as runtime8.2 >= V-R: share the values too.
         key = (ref, reason, op, fmt)
@@ -442,7 +456,7 @@ class _Planner:
         if req is None:
             req = Req(
                 name=self.name(ref, fmt),
-                target=self.name(ref, "rpm"),
+                target=self.name(ref),
                 op=op,
                 version=self.version if op else None,
                 reason=reason,
@@ -450,15 +464,24 @@ class _Planner:
             self._reqs[key] = req
         return req
 
-    def _resolve_list(self, spec, kind, rule, arch, name, relations, fmt) -> list[Dep]:
+    def _resolve_list(
+        self,
+        spec: PackageSpec,
+        kind: Kind,
+        rule: RuleName | None,
+        arch: str | None,
+        name: str,
+        relations: tuple[Relation, ...],
+        fmt: PackageFormat,
+    ) -> list[Dep]:
         if rule is None:
             return []
-        resolve, carries_system = rules.RULES[rule]
-        if rule == "single-arch":
+        resolve, carries_system = rules.VARIANT_RULES[rule]
+        if rule is RuleName.SINGLE_ARCH:
             # Every package of a single-arch release, arch-suffixed or not (-devel),
             # depends on the family's variant of a gfxarch dependency.
             arch = self.arches[0]
-        resolved = []
+        resolved: list[Dep] = []
         for relation in relations:
             if relation.opaque is not None:
                 if carries_system:
@@ -490,9 +513,9 @@ class _Planner:
         return resolved
 
 
-def _declared(source: Relations, fmt: str) -> dict[str, tuple[Dep, ...]]:
-    """Provides / Conflicts / Replaces as written; DEB spells -devel names -dev."""
-    spell = deb_base if fmt == "deb" else (lambda name: name)
+def _declared(source: Relations, fmt: PackageFormat) -> dict[str, tuple[Dep, ...]]:
+    """Provides / Conflicts / Replaces as written, names in the format's spelling."""
+    spell = fmt.spell
     return {
         list_name: tuple(
             (Req(relation.opaque, text=relation.opaque, reason=Reason.DECLARED),)

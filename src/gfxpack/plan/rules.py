@@ -2,7 +2,7 @@
 
 Each rule answers one question: a variant of some base declares a dependency
 on base ``dep``; which variant of ``dep`` does it depend on? The answer is a
-:class:`Resolution`: the variant (or None, with the reason it is omitted) and
+:class:`Choice`: the variant (or None, with the reason it is omitted) and
 why. Pins are a separate question, answered by :func:`pin_op`.
 """
 
@@ -10,29 +10,53 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol
 
 from gfxpack.plan.model import Kind, PinPolicy, Reason
 
 
+class Shape(StrEnum):
+    """How a variant's name is built from its base."""
+
+    HOST = "host"  # <base>-host<X.Y>
+    # <base><X.Y>[-<arch>]: versioned packages, metas, devices and arch metas
+    VERSIONED = "versioned"
+    NON_VERSIONED = "non-versioned"  # <base>[-<arch>]
+
+
+class RuleName(StrEnum):
+    """The dependency rule a variant follows (see :data:`VARIANT_RULES`)."""
+
+    HOST = "host"
+    VERSIONED = "versioned"
+    DEVICE = "device"
+    DEVEL = "devel"
+    ARCH_META = "arch-meta"
+    VERSIONED_META = "versioned-meta"
+    SINGLE_ARCH = "single-arch"
+
+
 @dataclass(frozen=True, slots=True)
 class Ref:
-    """A variant of a base: ``host``, ``versioned`` (also metas, devices and arch
-    metas, which all share the ``<base><X.Y>[-<arch>]`` shape) or ``non-versioned``."""
+    """A variant of a base, by the shape of its name (and its arch suffix)."""
 
-    shape: str
+    shape: Shape
     base: str
     arch: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class Resolution:
+class Choice:
+    """A rule's answer: the variant depended on (None: the dependency is omitted),
+    why, and what the user should hear about it."""
+
     ref: Ref | None
     reason: Reason
     warning: str | None = None
 
 
-class Universe(Protocol):
+class Bases(Protocol):
     """What the rules need to know about the other bases of the release."""
 
     def is_gfxarch(self, base: str) -> bool: ...
@@ -46,79 +70,77 @@ class Universe(Protocol):
     def host_name(self, base: str) -> str: ...
 
 
-def host(u: Universe, dep: str, arch: str | None) -> Resolution:
+def host(u: Bases, dep: str, arch: str | None) -> Choice:
     """Host packages (and non-gfxarch versioned packages, extending Decision 1):
     the host variant of a gfxarch dependency, else its versioned package."""
     if not u.is_gfxarch(dep):
-        return Resolution(Ref("versioned", dep), Reason.NON_GFXARCH)
+        return Choice(Ref(Shape.VERSIONED, dep), Reason.NON_GFXARCH)
     if u.is_metapackage(dep):
-        return Resolution(
-            Ref("versioned", dep),
+        return Choice(
+            Ref(Shape.VERSIONED, dep),
             Reason.FULL_META,
             f"{dep} is a gfxarch metapackage, which has no host variant: "
             "depending on its generic meta (every arch)",
         )
-    return Resolution(Ref("host", dep), Reason.HOST_VARIANT)
+    return Choice(Ref(Shape.HOST, dep), Reason.HOST_VARIANT)
 
 
-def device(u: Universe, dep: str, arch: str | None) -> Resolution:
+def device(u: Bases, dep: str, arch: str | None) -> Choice:
     """Device packages: the same-arch variant of each gfxarch dependency; the
     non-gfxarch ones are carried by the device's own host."""
     assert arch is not None
     if not u.is_gfxarch(dep):
-        return Resolution(None, Reason.NON_GFXARCH)
+        return Choice(None, Reason.NON_GFXARCH)
     if u.has_arch(dep, arch):
-        return Resolution(Ref("versioned", dep, arch), Reason.SAME_ARCH)
-    return Resolution(
-        None, Reason.SAME_ARCH, f"{dep} has no {arch} device package: dependency omitted"
-    )
+        return Choice(Ref(Shape.VERSIONED, dep, arch), Reason.SAME_ARCH)
+    return Choice(None, Reason.SAME_ARCH, f"{dep} has no {arch} device package: dependency omitted")
 
 
-def devel(u: Universe, dep: str, arch: str | None) -> Resolution:
+def devel(u: Bases, dep: str, arch: str | None) -> Choice:
     """-devel packages (Decision 2): the full meta of a gfxarch dependency, so that
     headers, host libraries and kernels for every arch come along."""
     reason = Reason.FULL_META if u.is_gfxarch(dep) else Reason.NON_GFXARCH
-    return Resolution(Ref("versioned", dep), reason)
+    return Choice(Ref(Shape.VERSIONED, dep), reason)
 
 
-def arch_meta(u: Universe, dep: str, arch: str | None) -> Resolution:
+def arch_meta(u: Bases, dep: str, arch: str | None) -> Choice:
     """Arch metas: the same-arch variant, falling back to the host variant."""
     assert arch is not None
     if not u.is_gfxarch(dep):
-        return Resolution(Ref("versioned", dep), Reason.NON_GFXARCH)
+        return Choice(Ref(Shape.VERSIONED, dep), Reason.NON_GFXARCH)
     if u.has_arch(dep, arch):
-        return Resolution(Ref("versioned", dep, arch), Reason.SAME_ARCH)
-    return Resolution(
-        Ref("host", dep),
+        return Choice(Ref(Shape.VERSIONED, dep, arch), Reason.SAME_ARCH)
+    return Choice(
+        Ref(Shape.HOST, dep),
         Reason.HOST_FALLBACK,
         f"{dep} has no {arch} device package: depending on {u.host_name(dep)} instead",
     )
 
 
-def versioned_meta(u: Universe, dep: str, arch: str | None) -> Resolution:
+def versioned_meta(u: Bases, dep: str, arch: str | None) -> Choice:
     """Gfxarch=False metapackages and devel metas: every dependency's full package."""
     reason = Reason.FULL_META if u.is_gfxarch(dep) else Reason.NON_GFXARCH
-    return Resolution(Ref("versioned", dep), reason)
+    return Choice(Ref(Shape.VERSIONED, dep), reason)
 
 
-def single_arch(u: Universe, dep: str, arch: str | None) -> Resolution:
+def single_arch(u: Bases, dep: str, arch: str | None) -> Choice:
     """Single-arch (legacy) mode: gfxarch dependencies carry the family suffix."""
     if u.is_gfxarch(dep):
-        return Resolution(Ref("versioned", dep, arch), Reason.SAME_ARCH)
-    return Resolution(Ref("versioned", dep), Reason.NON_GFXARCH)
+        return Choice(Ref(Shape.VERSIONED, dep, arch), Reason.SAME_ARCH)
+    return Choice(Ref(Shape.VERSIONED, dep), Reason.NON_GFXARCH)
 
 
-Rule = Callable[[Universe, str, "str | None"], Resolution]
+Rule = Callable[[Bases, str, "str | None"], Choice]
 
 # Which rule a variant follows, and whether it carries system dependencies.
-RULES: Mapping[str, tuple[Rule, bool]] = {
-    "host": (host, True),
-    "versioned": (host, True),
-    "device": (device, False),
-    "devel": (devel, True),
-    "arch-meta": (arch_meta, True),
-    "versioned-meta": (versioned_meta, True),
-    "single-arch": (single_arch, True),
+VARIANT_RULES: Mapping[RuleName, tuple[Rule, bool]] = {
+    RuleName.HOST: (host, True),
+    RuleName.VERSIONED: (host, True),
+    RuleName.DEVICE: (device, False),
+    RuleName.DEVEL: (devel, True),
+    RuleName.ARCH_META: (arch_meta, True),
+    RuleName.VERSIONED_META: (versioned_meta, True),
+    RuleName.SINGLE_ARCH: (single_arch, True),
 }
 
 _FAMILY_REASONS = frozenset({Reason.OWN_HOST, Reason.MEMBER, Reason.ALIAS})

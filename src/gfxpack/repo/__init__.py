@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from gfxpack.errors import StrictFailure
-from gfxpack.repo import apt, rpmmd
+from gfxpack.formats import FORMATS
+from gfxpack.formats.package_format import RepositoryUpdate
+from gfxpack.repo import apt
 from gfxpack.repo.inputs import InputFile, RepoError, collect
 from gfxpack.repo.transaction import Transaction, os_errors, recover
 
@@ -49,10 +51,10 @@ def publish(
     wait: bool = True,
     strict: bool = False,
 ) -> list[dict[str, Any]]:
-    """Add the packages of ``builds`` to the apt repository at out/apt and the rpm-md one
-    at out/rpm; one summary per format published. Another run on ``out`` is waited
-    for, or an error when not ``wait``. With ``strict`` a warning about the inputs
-    stops the run before anything is written."""
+    """Add the packages of ``builds`` to the repository of each format under ``out``: the
+    apt one at out/apt, the rpm-md one at out/rpm; one summary per format published.
+    Another run on ``out`` is waited for, or an error when not ``wait``. With ``strict``
+    a warning about the inputs stops the run before anything is written."""
     builds = [builds] if isinstance(builds, Path) else list(builds)
     apt.check_suite(suite)
     with os_errors(str(out)):
@@ -62,19 +64,22 @@ def publish(
             raise StrictFailure(input_warnings)
         for message in input_warnings:
             warn(message)
-        debs = [f for f in files if f.format == "deb"]
-        rpms = [f for f in files if f.format == "rpm"]
         with Transaction(out, warn, wait) as tx:
-            recover(out, [out / "apt" / "pool" / apt.COMPONENT, out / "rpm" / "Packages"], warn)
-            updates: list[apt.AptUpdate | rpmmd.RpmUpdate] = []
+            roots = [out / fmt.repo_dir for fmt in FORMATS]
+            for fmt, root in zip(FORMATS, roots, strict=True):
+                fmt.recover_repository(root, warn)
+            recover(roots, [fmt.pool(root) for fmt, root in zip(FORMATS, roots, strict=True)], warn)
+            updates: list[RepositoryUpdate] = []
             try:
-                if debs:
-                    updates.append(
-                        apt.prepare(debs, out / "apt", suite, epoch, sign_key, gnupghome)
-                    )
-                if rpms:
-                    updates.append(rpmmd.prepare(rpms, out / "rpm", epoch, sign_key, gnupghome))
-                # Both pools, then both records, then both indexes: a failure (a full
+                for fmt in FORMATS:
+                    chosen = [f for f in files if f.format is fmt]
+                    if chosen:
+                        updates.append(
+                            fmt.prepare_repository(
+                                chosen, out / fmt.repo_dir, suite, epoch, sign_key, gnupghome
+                            )
+                        )
+                # Every pool, then every record, then every index: a failure (a full
                 # disk) before the indexes leaves what apt and dnf read unchanged.
                 for update in updates:
                     update.add_files(tx)
@@ -84,6 +89,5 @@ def publish(
                     update.commit_indexes(tx)
             finally:
                 for update in updates:
-                    if isinstance(update, rpmmd.RpmUpdate):
-                        update.discard()
+                    update.discard()
     return [update.summary() for update in updates]

@@ -26,12 +26,16 @@ from email.utils import formatdate
 from pathlib import Path
 from typing import Any
 
+from gfxpack._io import file_digests
+from gfxpack.formats.package_format import DEB
 from gfxpack.repo.debfile import InvalidDeb, read_deb
 from gfxpack.repo.inputs import InputFile, RepoError, digest
 from gfxpack.repo.signing import sign
 from gfxpack.repo.transaction import Transaction, check_published, read_record, stamp
 
 COMPONENT = "main"
+# Where gfxpack kept the stanzas of pool files before pools had records.
+_LEGACY_CACHE = ".gfxpack-apt-cache.json"
 # The fields the repository writes into each stanza, after the control file's.
 POOL_FIELDS = ("Filename", "Size", "MD5sum", "SHA256")
 # dists/<suite> is one directory: a plain name.
@@ -62,7 +66,7 @@ class AptUpdate:
 
     @property
     def pool(self) -> Path:
-        return self.root / "pool" / COMPONENT
+        return DEB.pool(self.root)
 
     def add_files(self, tx: Transaction) -> None:
         """Link the new files into the pool."""
@@ -87,9 +91,12 @@ class AptUpdate:
                 # A signature of an earlier Release would no longer match it.
                 (dist / name).unlink(missing_ok=True)
 
+    def discard(self) -> None:
+        """Nothing is prepared on disk: the indexes are held in memory."""
+
     def summary(self) -> dict[str, Any]:
         return {
-            "format": "deb",
+            "format": DEB.name,
             "added": [f.name for f in self.added],
             "packages": len(self.record),
             "suite": self.suite,
@@ -97,12 +104,13 @@ class AptUpdate:
         }
 
 
+def recover(root: Path) -> None:
+    """What an older gfxpack left in the repository at ``root`` that is no longer used."""
+    (root / _LEGACY_CACHE).unlink(missing_ok=True)
+
+
 def _md5(path: Path) -> str:
-    md5 = hashlib.md5(usedforsecurity=False)
-    with open(path, "rb") as file:
-        while chunk := file.read(1 << 20):
-            md5.update(chunk)
-    return md5.hexdigest()
+    return file_digests(path, "md5")[1][0]
 
 
 def _entry(path: Path, size: int, sha256: str) -> dict[str, Any]:
@@ -143,7 +151,7 @@ def prepare(
     """Everything a run adds to the repository at ``root``, checked and signed, with
     nothing written yet. A published file name with other bytes is an error."""
     check_suite(suite)
-    pool = root / "pool" / COMPONENT
+    pool = DEB.pool(root)
     record = _published(pool)
     added = []
     for deb in debs:

@@ -17,14 +17,18 @@ import tarfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, cast
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 import zstandard
 
 from gfxpack.errors import GfxpackError
-from gfxpack.relations import InvalidRelation, parse_field
+from gfxpack.formats.deb import AR_MAGIC  # what the writer writes
+from gfxpack.formats.package_format import DEB
+from gfxpack.relations import InvalidRelation
 
-AR_MAGIC = b"!<arch>\n"
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+
 AR_HEADER = 60
 # A real control.tar is a few KiB; these bound what a hostile one can make us hold.
 CONTROL_TAR_LIMIT = 16 << 20
@@ -83,12 +87,13 @@ class _Member(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+    def readinto(self, buffer: WriteableBuffer, /) -> int:
+        view = memoryview(buffer).cast("B")
         if self._left <= 0:
             return 0
-        data = self._file.read(min(len(buffer), self._left))
+        data = self._file.read(min(len(view), self._left))
         self._left -= len(data)
-        buffer[: len(data)] = data
+        view[: len(data)] = data
         return len(data)
 
 
@@ -270,7 +275,7 @@ def parse_control(text: str, where: str) -> dict[str, str]:
     for name in RELATION_FIELDS:
         if name in fields:
             try:
-                parse_field(fields[name], "deb")
+                DEB.parse_field(fields[name])
             except InvalidRelation as e:
                 raise InvalidDeb(f"{where}: {name}: {e}") from None
     return fields

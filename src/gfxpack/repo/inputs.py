@@ -10,7 +10,6 @@ other tools is accepted with a warning.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -19,9 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gfxpack._io import file_digests
 from gfxpack.errors import GfxpackError
+from gfxpack.formats.package_format import FORMATS, PackageFormat, format_of_file
+from gfxpack.outdir import INDEX
 
-INDEX = "index.json"
 # A package file name: one path component, no whitespace or control characters.
 FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~^%:-]*\.(deb|rpm)\Z")
 # What an interrupted or failed gfxpack build leaves behind.
@@ -43,19 +44,14 @@ class InputFile:
         return self.path.name
 
     @property
-    def format(self) -> str:
-        return self.path.suffix[1:]
+    def format(self) -> PackageFormat:
+        return format_of_file(self.name)
 
 
 def digest(path: Path) -> tuple[int, str]:
     """(size, sha256) of a file, read in chunks."""
-    sha256 = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as file:
-        while chunk := file.read(1 << 20):
-            sha256.update(chunk)
-            size += len(chunk)
-    return size, sha256.hexdigest()
+    size, (sha256,) = file_digests(path, "sha256")
+    return size, sha256
 
 
 def _regular(path: Path, where: str) -> os.stat_result:
@@ -134,9 +130,10 @@ def _without_index(build: Path, warn: Callable[[str], None]) -> list[InputFile]:
             f"{build}: no {INDEX}, and {leftovers[0]} is left: an interrupted or failed "
             "gfxpack build; build again"
         )
-    candidates = sorted(p for p in build.iterdir() if p.suffix in (".deb", ".rpm"))
+    extensions = [fmt.extension for fmt in FORMATS]
+    candidates = sorted(p for p in build.iterdir() if p.suffix in extensions)
     if not candidates:
-        raise RepoError(f"{build}: no .deb or .rpm files and no {INDEX}")
+        raise RepoError(f"{build}: no {' or '.join(extensions)} files and no {INDEX}")
     files = []
     for path in candidates:
         if not FILE_NAME.match(path.name):

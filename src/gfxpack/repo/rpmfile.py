@@ -16,10 +16,9 @@ from typing import BinaryIO
 import createrepo_c as cr
 
 from gfxpack.errors import GfxpackError
+from gfxpack.formats.rpm import HEADER_MAGIC, LEAD_MAGIC  # what the writer writes
 
 LEAD = struct.Struct(">4sBBhh66shh16x")
-LEAD_MAGIC = b"\xed\xab\xee\xdb"
-HEADER_MAGIC = b"\x8e\xad\xe8\x01\x00\x00\x00\x00"
 HEADER_COUNTS = struct.Struct(">ii")
 INDEX_ENTRY = struct.Struct(">iiii")
 # rpm's own limits (header.c: HEADER_TAGS_MAX, HEADER_DATA_MAX).

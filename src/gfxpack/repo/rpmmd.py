@@ -14,20 +14,22 @@ half-written repository.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import createrepo_c as cr
 
+from gfxpack._io import DIRECTORY_MODE, FILE_MODE
+from gfxpack.formats.package_format import RPM
 from gfxpack.repo.inputs import InputFile, RepoError, digest
 from gfxpack.repo.rpmfile import InvalidRpm, read_rpm
 from gfxpack.repo.signing import sign
 from gfxpack.repo.transaction import (
-    DIR_MODE,
-    FILE_MODE,
     Transaction,
     check_published,
     make_dirs,
@@ -50,7 +52,7 @@ class RpmUpdate:
 
     @property
     def pool(self) -> Path:
-        return self.root / "Packages"
+        return RPM.pool(self.root)
 
     def add_files(self, tx: Transaction) -> None:
         """Link the new files into the pool."""
@@ -71,11 +73,26 @@ class RpmUpdate:
 
     def summary(self) -> dict[str, Any]:
         return {
-            "format": "rpm",
+            "format": RPM.name,
             "added": [f.name for f in self.added],
             "packages": len(self.record),
             "signed": self.signed,
         }
+
+
+def recover(root: Path, note: Callable[[str], None]) -> None:
+    """Undo what an interrupted run left in the repository at ``root``: repodata it moved
+    aside is put back (or, when new repodata made it in, removed) and the repodata it
+    was making is removed."""
+    retired = root / ".repodata-old"
+    if retired.is_dir():
+        if (root / "repodata").is_dir():
+            shutil.rmtree(retired)
+        else:
+            os.replace(retired, root / "repodata")
+            note(f"{root / 'repodata'}: put back from an interrupted run")
+    for staging in root.glob(".repodata-*") if root.is_dir() else ():
+        shutil.rmtree(staging)
 
 
 def _package(path: Path, name: str) -> cr.Package:
@@ -94,7 +111,7 @@ def prepare(
 ) -> RpmUpdate:
     """Read and check every package, published and new, and make (and sign) the new
     repodata in ``root/.repodata-XXXX``; nothing else is written."""
-    pool = root / "Packages"
+    pool = RPM.pool(root)
     record = read_record(pool)
     if record is None:  # a pool an older gfxpack wrote: recorded as it is
         files = sorted(pool.glob("*.rpm")) if pool.is_dir() else []
@@ -135,7 +152,7 @@ def prepare(
             signed = True
         for path in staging.iterdir():
             path.chmod(FILE_MODE)
-        staging.chmod(DIR_MODE)
+        staging.chmod(DIRECTORY_MODE)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -3,7 +3,7 @@
 * **One run at a time**: an exclusive ``flock`` on ``OUT/.gfxpack-repo.lock``; a second
   run waits for the first (and says so) or fails at once, so neither loses the other's
   packages.
-* **Every write is a rename**: files are written under a ``.NAME.partial`` name with
+* **Every write is a rename**: files are written under a hidden ``.partial`` name with
   mode 0644 and renamed into place; directories are made 0755. A failure removes the
   partial files and the pool files this run added before recording them.
 * **What was published is recorded** per pool (``.gfxpack-pool.json``: size, sha256 and
@@ -26,15 +26,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from gfxpack._io import DIRECTORY_MODE, FILE_MODE, atomic_path
+from gfxpack.formats.package_format import FORMATS
 from gfxpack.repo.inputs import RepoError, digest
 
 LOCK = ".gfxpack-repo.lock"
 RECORD = ".gfxpack-pool.json"
-FILE_MODE = 0o644
-DIR_MODE = 0o755
-PARTIAL = ".{}.partial"
 # What older gfxpack versions kept beside the apt pool; the record replaces it.
-_LEGACY_CACHE = ".gfxpack-apt-cache.json"
 
 
 def stamp(path: Path) -> str:
@@ -57,7 +55,7 @@ def make_dirs(path: Path) -> None:
             if not directory.is_dir():
                 raise
             continue
-        directory.chmod(DIR_MODE)
+        directory.chmod(DIRECTORY_MODE)
 
 
 class Transaction:
@@ -70,7 +68,6 @@ class Transaction:
         self._waiting = waiting
         self._wait = wait
         self._lock_fd: int | None = None
-        self._partials: set[Path] = set()
         self._unrecorded: set[Path] = set()
 
     def __enter__(self) -> Transaction:
@@ -93,7 +90,7 @@ class Transaction:
     def __exit__(self, kind: object, error: object, trace: object) -> None:
         if error is not None:
             # Best effort: the error being raised says what went wrong.
-            for path in self._partials | self._unrecorded:
+            for path in self._unrecorded:
                 with contextlib.suppress(OSError):
                     path.unlink()
         if self._lock_fd is not None:
@@ -104,34 +101,27 @@ class Transaction:
     def write(self, path: Path, data: bytes) -> None:
         """``path`` holds ``data``, mode 0644, replaced in one rename."""
         make_dirs(path.parent)
-        partial = path.with_name(PARTIAL.format(path.name))
-        self._partials.add(partial)
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-        with os.fdopen(fd, "wb") as file:
-            os.fchmod(fd, FILE_MODE)
-            file.write(data)
-        os.replace(partial, path)
-        self._partials.discard(partial)
+        with atomic_path(path) as partial:
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+            with os.fdopen(fd, "wb") as file:
+                os.fchmod(fd, FILE_MODE)
+                file.write(data)
 
     def add_to_pool(self, source: Path, pool: Path) -> Path:
         """Hard-link ``source`` into ``pool`` (a copy when it is on another filesystem or
         its mode is not 0644, which a link would share with the input)."""
         make_dirs(pool)
         target = pool / source.name
-        partial = pool / PARTIAL.format(source.name)
-        self._partials.add(partial)
-        partial.unlink(missing_ok=True)
-        try:
-            if source.stat().st_mode & 0o7777 != FILE_MODE:
-                raise OSError(errno.EPERM, "mode differs")
-            os.link(source, partial)
-        except OSError:
-            shutil.copyfile(source, partial)
-            shutil.copystat(source, partial)
-            partial.chmod(FILE_MODE)
-        self._unrecorded.add(target)
-        os.replace(partial, target)
-        self._partials.discard(partial)
+        with atomic_path(target) as partial:
+            try:
+                if source.stat().st_mode & 0o7777 != FILE_MODE:
+                    raise OSError(errno.EPERM, "mode differs")
+                os.link(source, partial)
+            except OSError:
+                shutil.copyfile(source, partial)
+                shutil.copystat(source, partial)
+                partial.chmod(FILE_MODE)
+            self._unrecorded.add(target)
         return target
 
     def record(self, pool: Path, record: dict[str, dict[str, Any]]) -> None:
@@ -198,30 +188,22 @@ def check_published(pool: Path, name: str, entry: dict[str, Any]) -> dict[str, A
 # --- leftovers of an interrupted run ---------------------------------------------------
 
 
-def recover(out: Path, pools: list[Path], note: Callable[[str], None]) -> None:
-    """Undo what an interrupted run left in ``out`` (see the module); ``note`` tells."""
-    rpm = out / "rpm"
-    retired = rpm / ".repodata-old"
-    if retired.is_dir():
-        if (rpm / "repodata").is_dir():
-            shutil.rmtree(retired)
-        else:
-            os.replace(retired, rpm / "repodata")
-            note(f"{rpm / 'repodata'}: put back from an interrupted run")
-    for staging in rpm.glob(".repodata-*") if rpm.is_dir() else ():
-        shutil.rmtree(staging)
-    for directory in (out / "apt", rpm):
+def recover(roots: list[Path], pools: list[Path], note: Callable[[str], None]) -> None:
+    """Remove the partial files an interrupted run left under ``roots`` (each format's
+    own leftovers are its repository's to recover) and the files it added to ``pools``
+    but never recorded; ``note`` tells."""
+    for directory in roots:
         for root, _, files in os.walk(directory) if directory.is_dir() else ():
             for name in files:
                 if name.startswith(".") and name.endswith(".partial"):
                     os.unlink(os.path.join(root, name))
-    (out / "apt" / _LEGACY_CACHE).unlink(missing_ok=True)
+    extensions = {fmt.extension for fmt in FORMATS}
     for pool in pools:
         record = read_record(pool)
         if record is None or not pool.is_dir():
             continue
         for path in sorted(pool.iterdir()):
-            if path.suffix in (".deb", ".rpm") and path.name not in record:
+            if path.suffix in extensions and path.name not in record:
                 path.unlink()
                 note(f"{path}: removed, an interrupted run added it but never published it")
 

@@ -12,20 +12,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from gfxpack.formats import FORMATS, PackageFormat
 from gfxpack.verify import rules
 from gfxpack.verify.integrity import Keyring, mismatches
 from gfxpack.verify.resolution import Resolution, resolve
 from gfxpack.verify.rules import RULES, Violation
 from gfxpack.verify.system import VerifyError, read_system
-from gfxpack.verify.universe import FORMATS, Universe, load, locate
+from gfxpack.verify.universe import Universe, load, locate
 
-__all__ = ["FORMATS", "RULES", "Report", "VerifyError", "Violation", "formats_in", "verify"]
+__all__ = ["RULES", "Report", "VerifyError", "Violation", "formats_in", "verify"]
 
 
 @dataclass
 class Report:
-    fmt: str
+    fmt: PackageFormat
     repository: str
     system: str
     packages: int
@@ -44,10 +46,10 @@ class Report:
     def ok(self) -> bool:
         return not self.violations
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         resolution = self.resolution
         return {
-            "format": self.fmt,
+            "format": self.fmt.name,
             "repository": self.repository,
             "system": self.system,
             "packages": self.packages,
@@ -62,17 +64,17 @@ class Report:
         }
 
 
-def formats_in(root: Path) -> list[str]:
+def formats_in(root: Path) -> list[PackageFormat]:
     return [fmt for fmt in FORMATS if locate(root, fmt) is not None]
 
 
 def verify(
     root: Path,
     install: list[str],
-    fmt: str | None = None,
+    fmt: PackageFormat | None = None,
     system: Path | None = None,
     suite: str | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Callable[[PackageFormat, int, int], None] | None = None,
     keyring: Path | None = None,
     deep: bool = False,
 ) -> list[Report]:
@@ -102,11 +104,11 @@ def verify(
 
 def _verify_format(
     root: Path,
-    fmt: str,
+    fmt: PackageFormat,
     install: list[str],
     system: Path | None,
     suite: str | None,
-    progress: Callable[[str, int, int], None] | None,
+    progress: Callable[[PackageFormat, int, int], None] | None,
     keyring: Keyring | None,
     deep: bool,
 ) -> Report:
@@ -133,7 +135,7 @@ def _verify_format(
         files_checked=files_checked,
     )
     if not universe.has_file_lists:
-        listing = "Contents" if fmt == "deb" else "filelists"
+        listing = fmt.file_lists
         report.warnings.append(
             f"{universe.label}: no {listing} index, so the file-conflict rule checks nothing"
         )

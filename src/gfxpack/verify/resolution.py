@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 import solv
 
@@ -40,7 +41,7 @@ class Step:
     arch: str
     old_version: str | None = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__ if getattr(self, k) is not None}
 
 

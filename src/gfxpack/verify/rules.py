@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from gfxpack.plan.naming import InvalidName, Naming, version_xy
 from gfxpack.verify.resolution import Hop, Resolution
@@ -39,7 +40,7 @@ class Violation:
     message: str
     path: tuple[Hop, ...] = ()
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "rule": self.rule,
             "install": self.install,
@@ -84,7 +85,7 @@ class ArchIndex:
             return None
         stem = name[: -len(xy)]
         asan = stem.endswith(_ASAN)
-        host = Naming(xy, asan).host(stem.removesuffix(_ASAN) if asan else stem, "rpm")
+        host = Naming(xy, asan).host(stem.removesuffix(_ASAN) if asan else stem)
         return next(
             (s for s in self.by_name.get(host, ()) if self.universe.name_evr(s)[1] == evr), None
         )

@@ -15,7 +15,8 @@ from importlib import resources
 from pathlib import Path
 
 from gfxpack.errors import GfxpackError
-from gfxpack.relations import InvalidRelation, Relation, parse_field
+from gfxpack.formats import PackageFormat
+from gfxpack.relations import InvalidRelation, Relation
 from gfxpack.repo.debfile import parse_stanzas
 
 
@@ -32,12 +33,12 @@ class SystemPackage:
     depends: tuple[Relation, ...]
 
 
-def bundled(fmt: str) -> str:
+def bundled(fmt: PackageFormat) -> str:
     """The text of the bundled system list for ``fmt``."""
     return resources.files("gfxpack.verify").joinpath(f"system-{fmt}.txt").read_text("utf-8")
 
 
-def read_system(path: Path | None, fmt: str) -> tuple[str, list[SystemPackage]]:
+def read_system(path: Path | None, fmt: PackageFormat) -> tuple[str, list[SystemPackage]]:
     """(description, packages) of ``path``, or of the bundled list when ``path`` is None."""
     if path is None:
         label, text = f"bundled {fmt} system list", bundled(fmt)
@@ -61,7 +62,7 @@ def read_system(path: Path | None, fmt: str) -> tuple[str, list[SystemPackage]]:
         relations = {}
         for field in ("Provides", "Depends", "Pre-Depends"):
             try:
-                relations[field] = parse_field(stanza.get(field, ""), fmt)
+                relations[field] = fmt.parse_field(stanza.get(field, ""))
             except InvalidRelation as e:
                 raise VerifyError(f"{label}: package {name}: {field}: {e}") from None
         arch = stanza.get("Architecture", "all")

@@ -31,7 +31,8 @@ from pathlib import Path
 
 import solv
 
-from gfxpack.relations import InvalidRelation, Relation, parse_field, render_deb
+from gfxpack.formats import DEB, PackageFormat
+from gfxpack.relations import InvalidRelation, Relation, render_deb
 from gfxpack.repo.debfile import parse_stanzas
 from gfxpack.verify.integrity import (
     SHA256_HEX,
@@ -43,10 +44,6 @@ from gfxpack.verify.integrity import (
 )
 from gfxpack.verify.system import SystemPackage, VerifyError
 
-FORMATS = ("deb", "rpm")
-# Debian architecture names as libsolv's (RPM) architecture policy knows them.
-DEB_ARCH = {"amd64": "x86_64", "all": "noarch", "arm64": "aarch64", "i386": "i686"}
-_FROM_SOLV_ARCH = {solv_arch: deb_arch for deb_arch, solv_arch in DEB_ARCH.items()}
 MACHINE = "x86_64"
 _FLAGS = {
     "<": solv.REL_LT,
@@ -58,12 +55,11 @@ _FLAGS = {
 _FILELISTS_NS = "{http://linux.duke.edu/metadata/filelists}"
 
 
-def locate(root: Path, fmt: str) -> Path | None:
+def locate(root: Path, fmt: PackageFormat) -> Path | None:
     """The repository of ``fmt`` under ``root``: ``root`` itself or the ``apt``/``rpm``
     directory ``gfxpack repo`` makes."""
-    marker = "dists" if fmt == "deb" else "repodata"
-    for candidate in (root, root / ("apt" if fmt == "deb" else "rpm")):
-        if (candidate / marker).is_dir():
+    for candidate in (root, root / fmt.repo_dir):
+        if (candidate / fmt.repo_marker).is_dir():
             return candidate
     return None
 
@@ -72,7 +68,7 @@ def locate(root: Path, fmt: str) -> Path | None:
 class Universe:
     """One format's repository plus the installed system, ready to solve."""
 
-    fmt: str
+    fmt: PackageFormat
     root: Path
     label: str
     pool: solv.Pool
@@ -116,7 +112,7 @@ class Universe:
         return "{} ({})".format(*self.name_evr(solvable_id))
 
     def show_arch(self, arch: str) -> str:
-        return _FROM_SOLV_ARCH.get(arch, arch) if self.fmt == "deb" else arch
+        return self.fmt.shown_arch(arch)
 
     def show_dep(self, dep: int) -> str:
         return self.dep_text.get(dep) or self.pool.dep2str(dep)
@@ -125,15 +121,18 @@ class Universe:
         return list(self.repo.solvables_iter())
 
     def location(self, solvable: solv.XSolvable) -> str:
-        if self.fmt == "deb":
-            return self._locations[solvable.id]
-        return solvable.lookup_location()[0]
+        # An apt index records each file's location here; libsolv keeps rpm-md's.
+        found = self._locations.get(solvable.id)
+        if found is None:
+            location: str = solvable.lookup_location()[0]
+            return location
+        return found
 
     def names_unknown(self, dep: int) -> bool:
         """Whether no package of the repository or the system provides any name the
         dependency mentions, at any version (a missing package, not a version mismatch)."""
         try:
-            relations = parse_field(self.show_dep(dep), self.fmt)
+            relations = self.fmt.parse_field(self.show_dep(dep))
         except InvalidRelation:
             return False
         names = [name for relation in relations for name in relation.names()]
@@ -144,14 +143,17 @@ class Universe:
     @property
     def has_file_lists(self) -> bool:
         """Whether the repository says which files its packages install."""
-        return bool(self._contents) if self.fmt == "deb" else self._filelists is not None
+        # An apt repository's Contents, rpm-md's filelists.
+        return bool(self._contents) or self._filelists is not None
 
     def package_files(self) -> Iterator[tuple[str, Listed]]:
         """(path under root, size and sha256 the index gives) of every package file."""
         for solvable in self.repo.solvables_iter():
             where = self.location(solvable)
-            if self.fmt == "deb":
-                size, sha256 = self._listed[solvable.id]
+            # An apt index's Size and SHA256 are recorded here; libsolv keeps rpm-md's.
+            listed = self._listed.get(solvable.id)
+            if listed is not None:
+                size, sha256 = listed
             else:
                 checksum = solvable.lookup_checksum(solv.SOLVABLE_CHECKSUM)
                 size = str(solvable.lookup_num(solv.SOLVABLE_DOWNLOADSIZE))
@@ -168,12 +170,13 @@ class Universe:
         """Solvable id -> the paths it installs, for packages with any (directories
         excepted: RPM lets packages share them)."""
         files = {}
+        # Only the loaded format's list is read: the other is empty.
+        deb_files, rpm_files = self._deb_files, self._rpm_files
         for solvable in self.repo.solvables_iter():
-            if self.fmt == "deb":
-                # Contents lists paths by package name: a name's versions share one set.
-                paths = self._deb_files.get(solvable.name)
-            else:
-                paths = self._rpm_files.get((solvable.name, solvable.evr, solvable.arch))
+            # Contents lists paths by package name: a name's versions share one set.
+            paths = deb_files.get(solvable.name) or rpm_files.get(
+                (solvable.name, solvable.evr, solvable.arch)
+            )
             if paths:
                 files[solvable.id] = paths
         return files
@@ -211,13 +214,15 @@ class Universe:
                 if element.tag != f"{_FILELISTS_NS}package":
                     continue
                 version = element.find(f"{_FILELISTS_NS}version")
-                if version is None:
-                    raise VerifyError(f"{filelists}: a package without a version")
+                name, arch = element.get("name"), element.get("arch")
+                if version is None or name is None or arch is None:
+                    raise VerifyError(f"{filelists}: a package without name, arch or version")
                 epoch, ver, rel = (version.get(k) for k in ("epoch", "ver", "rel"))
                 evr = f"{epoch + ':' if epoch not in (None, '0') else ''}{ver}-{rel}"
-                key = (element.get("name"), evr, element.get("arch"))
-                files[key] = frozenset(
-                    f.text for f in element.iter(f"{_FILELISTS_NS}file") if f.get("type") != "dir"
+                files[name, evr, arch] = frozenset(
+                    f.text
+                    for f in element.iter(f"{_FILELISTS_NS}file")
+                    if f.text is not None and f.get("type") != "dir"
                 )
                 element.clear()
         return files
@@ -225,7 +230,7 @@ class Universe:
 
 def load(
     root: Path,
-    fmt: str,
+    fmt: PackageFormat,
     system: tuple[str, list[SystemPackage]],
     suite: str | None = None,
     keyring: Keyring | None = None,
@@ -234,10 +239,9 @@ def load(
     signatures are checked against ``keyring`` when given."""
     located = locate(root, fmt)
     if located is None:
-        marker = "dists/" if fmt == "deb" else "repodata/"
+        marker = f"{fmt.repo_marker}/"
         raise VerifyError(
-            f"{root}: no {fmt} repository here (no {marker}, "
-            f"and no {'apt' if fmt == 'deb' else 'rpm'}/{marker})"
+            f"{root}: no {fmt} repository here (no {marker}, and no {fmt.repo_dir}/{marker})"
         )
     pool = solv.Pool()
     pool.setarch(MACHINE)
@@ -245,27 +249,21 @@ def load(
     pool.installed = installed
     repo = pool.add_repo(str(located))
     universe = Universe(fmt, located, str(located), pool, repo, installed, system[0])
-    deps = _DepIds(pool, universe.dep_text if fmt == "deb" else {})
+    # What libsolv cannot print in the format's own syntax is remembered as rendered.
+    deps = DepIds(pool, {} if fmt.solv_prints_relations else universe.dep_text)
     for package in system[1]:
         solvable = installed.add_solvable()
-        _describe(solvable, pool, package.name, package.version, _arch(package.arch, fmt))
+        _describe(solvable, pool, package.name, package.version, fmt.solv_arch(package.arch))
         for relation in package.provides:
             solvable.add_provides(deps.of(relation))
         for relation in package.depends:
             solvable.add_requires(deps.of(relation))
-    if fmt == "deb":
-        universe.label = _load_apt(universe, suite, deps, keyring)
-    else:
-        _load_rpmmd(universe, keyring)
+    universe.label = fmt.load_repository(universe, suite, deps, keyring)
     installed.internalize()
     repo.internalize()
     pool.addfileprovides()
     pool.createwhatprovides()
     return universe
-
-
-def _arch(arch: str, fmt: str) -> str:
-    return DEB_ARCH.get(arch, arch) if fmt == "deb" else arch
 
 
 def _describe(
@@ -275,7 +273,7 @@ def _describe(
     solvable.add_provides(pool.rel2id(solvable.nameid, solvable.evrid, solv.REL_EQ))
 
 
-class _DepIds:
+class DepIds:
     """libsolv dependency ids for relations, memoised (releases repeat the same ones)."""
 
     def __init__(self, pool: solv.Pool, texts: dict[int, str]) -> None:
@@ -289,7 +287,7 @@ class _DepIds:
         repeat fields verbatim (every device of a package has the same Depends)."""
         ids = self.fields.get(text)
         if ids is None:
-            ids = self.fields[text] = tuple(self.of(r) for r in parse_field(text, "deb"))
+            ids = self.fields[text] = tuple(self.of(r) for r in DEB.parse_field(text))
         return ids
 
     def of(self, relation: Relation) -> int:
@@ -351,7 +349,8 @@ def _pick_suite(dists: Path, suite: str | None) -> str:
     return suites[0]
 
 
-def _load_apt(universe: Universe, suite: str | None, deps: _DepIds, keyring: Keyring | None) -> str:
+def load_apt(universe: Universe, suite: str | None, deps: DepIds, keyring: Keyring | None) -> str:
+    """Read the apt repository of one suite (verified against its Release); its label."""
     dists = universe.root / "dists"
     suite = _pick_suite(dists, suite)
     release = dists / suite / "Release"
@@ -375,7 +374,7 @@ def _load_apt(universe: Universe, suite: str | None, deps: _DepIds, keyring: Key
         else:
             raise VerifyError(f"{dists / suite / name}: no Packages index that {release} lists")
         for stanza in parse_stanzas(text):
-            filename = stanza.get("Filename")
+            filename = stanza.get("Filename", "")  # _add_deb rejects a stanza without one
             if filename in seen:
                 continue
             seen.add(filename)
@@ -388,7 +387,7 @@ def _load_apt(universe: Universe, suite: str | None, deps: _DepIds, keyring: Key
     return f"{universe.root} (suite {suite})"
 
 
-def _add_deb(universe: Universe, stanza: dict[str, str], deps: _DepIds, index: Path) -> None:
+def _add_deb(universe: Universe, stanza: dict[str, str], deps: DepIds, index: Path) -> None:
     name, version = stanza.get("Package"), stanza.get("Version")
     if not name or not version or not stanza.get("Filename"):
         raise VerifyError(
@@ -396,7 +395,7 @@ def _add_deb(universe: Universe, stanza: dict[str, str], deps: _DepIds, index: P
         )
     solvable = universe.repo.add_solvable()
     _describe(
-        solvable, universe.pool, name, version, _arch(stanza.get("Architecture", "all"), "deb")
+        solvable, universe.pool, name, version, DEB.solv_arch(stanza.get("Architecture", "all"))
     )
     universe._locations[solvable.id] = stanza["Filename"]
     universe._listed[solvable.id] = (stanza.get("Size", ""), stanza.get("SHA256", ""))
@@ -422,7 +421,8 @@ def _add_deb(universe: Universe, stanza: dict[str, str], deps: _DepIds, index: P
 # --- rpm-md -------------------------------------------------------------------------------
 
 
-def _load_rpmmd(universe: Universe, keyring: Keyring | None) -> None:
+def load_rpmmd(universe: Universe, keyring: Keyring | None) -> None:
+    """Read the rpm-md repository (verified against repomd.xml) with libsolv."""
     repomd_path = universe.root / "repodata" / "repomd.xml"
     universe.trust = checked_repomd(repomd_path.parent, keyring)
     try:

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from gfxpack.cli import cli
+from gfxpack.formats import DEB, FORMATS
 from gfxpack.repo import publish
 from gfxpack.repo.debfile import parse_stanzas
 from gfxpack.verify.system import bundled
@@ -35,7 +36,7 @@ NAMES = ("tool", "lib", "extra")
 def _build(tmp_path: Path, version: str) -> Path:
     build = tmp_path / f"build-{version}"
     for name in NAMES:
-        for fmt in ("deb", "rpm"):
+        for fmt in FORMATS:
             write_package(build, fmt, name, version=version, files=(f"/opt/{name}-{version}",))
     return build
 
@@ -92,7 +93,7 @@ def test_a_run_killed_at_any_step_is_healed_by_the_next(tmp_path):
         apt = Apt(
             tmp_path / f"apt-{nth}",
             f"deb [trusted=yes] file:{out}/apt stable main\n",
-            bundled("deb"),
+            bundled(DEB),
         )
         apt.run("update")
         listed = parse_stanzas((out / "apt/dists/stable/main/binary-amd64/Packages").read_text())

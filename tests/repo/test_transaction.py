@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from gfxpack.cli import cli
+from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.repo.debfile import parse_stanzas
 from gfxpack.repo.transaction import LOCK, RECORD
 from tests.verify.helpers import craft_deb, make_repo, write_package
@@ -53,7 +54,7 @@ def packages_index(out: Path) -> list[dict[str, str]]:
 
 def test_a_deb_file_name_with_newlines_injects_no_stanza(tmp_path):
     build = tmp_path / "build"
-    deb = write_package(build, "deb", "tool")
+    deb = write_package(build, DEB, "tool")
     deb.rename(build / "tool_8.2.0-1_amd64.deb\n\nPackage: evil\nVersion: 9\nx.deb")
     message = one_error(repo("--in", str(build), "--out", str(tmp_path / "out")))
     assert "is not a package file name" in message
@@ -115,7 +116,7 @@ def test_a_malformed_ar_header_is_one_error(tmp_path, size_field, expected):
 )
 def test_an_empty_or_truncated_deb_is_one_error(tmp_path, cut, expected):
     build = tmp_path / "build"
-    deb = write_package(build, "deb", "tool")
+    deb = write_package(build, DEB, "tool")
     deb.write_bytes(deb.read_bytes()[:cut])
     message = one_error(repo("--in", str(build), "--out", str(tmp_path / "out")))
     assert message == f"error: {deb}: {expected}"
@@ -141,7 +142,7 @@ def test_a_crafted_deb_that_is_well_formed_is_published(tmp_path):
 @pytest.mark.parametrize("suite", ["../../x", "/tmp/absolute", "a/b", "", ".hidden"])
 def test_suite_must_be_a_plain_name(tmp_path, suite):
     build = tmp_path / "build"
-    write_package(build, "deb", "tool")
+    write_package(build, DEB, "tool")
     message = one_error(repo("--in", str(build), "--out", str(tmp_path / "out"), "--suite", suite))
     assert f"--suite {suite!r}: expected a plain name" in message
     assert not (tmp_path / "x").exists() and not Path("/tmp/absolute").exists()
@@ -167,7 +168,7 @@ def _entry(path: Path, name: str | None = None) -> dict:
 @pytest.mark.parametrize("name", ["../outside_1-1_amd64.deb", "/etc/x_1-1_amd64.deb", "a/b.deb"])
 def test_index_entries_must_stay_inside_in(tmp_path, name):
     build = tmp_path / "build"
-    deb = write_package(tmp_path / "elsewhere", "deb", "outside")
+    deb = write_package(tmp_path / "elsewhere", DEB, "outside")
     build.mkdir()
     _index(build, [_entry(deb, name)])
     message = one_error(repo("--in", str(build), "--out", str(tmp_path / "out")))
@@ -179,7 +180,7 @@ def test_index_entries_must_stay_inside_in(tmp_path, name):
 @pytest.mark.parametrize("with_index", [True, False], ids=["index", "no-index"])
 def test_a_symlink_in_in_is_refused_and_later_runs_work(tmp_path, with_index, link_name):
     build = tmp_path / "build"
-    good = write_package(build, "deb", "tool")
+    good = write_package(build, DEB, "tool")
     link = build / link_name
     link.symlink_to("/etc/shadow")
     if with_index:
@@ -197,8 +198,8 @@ def test_a_symlink_in_in_is_refused_and_later_runs_work(tmp_path, with_index, li
 
 def test_a_broken_rpm_publishes_neither_side(tmp_path):
     build = tmp_path / "build"
-    write_package(build, "deb", "tool")
-    rpm = write_package(build, "rpm", "tool")
+    write_package(build, DEB, "tool")
+    rpm = write_package(build, RPM, "tool")
     data = bytearray(rpm.read_bytes())
     data[96:104] = b"\0" * 8  # the signature header's magic
     rpm.write_bytes(bytes(data))
@@ -206,7 +207,7 @@ def test_a_broken_rpm_publishes_neither_side(tmp_path):
     message = one_error(repo("--in", str(build), "--out", str(out)))
     assert message.startswith(f"error: {rpm}: ") and "signature header" in message
     assert published(out) == []
-    write_package(build, "rpm", "tool")
+    write_package(build, RPM, "tool")
     result = repo("--in", str(build), "--out", str(out))
     assert result.exit_code == 0, result.output
     assert (out / "apt/pool/main/tool_8.2.0-1_amd64.deb").is_file()
@@ -234,7 +235,7 @@ def test_a_file_that_disagrees_with_index_json_is_refused(example_release, tmp_p
 
 def test_what_an_interrupted_build_left_is_refused(tmp_path):
     build = tmp_path / "build"
-    write_package(build, "deb", "tool")
+    write_package(build, DEB, "tool")
     (build / ".gfxpack-partial-abc123").mkdir()
     message = one_error(repo("--in", str(build), "--out", str(tmp_path / "out")))
     assert "no index.json, and .gfxpack-partial-abc123 is left" in message
@@ -242,7 +243,7 @@ def test_what_an_interrupted_build_left_is_refused(tmp_path):
 
 def test_packages_not_made_by_gfxpack_are_published_with_a_warning(tmp_path):
     build = tmp_path / "build"
-    write_package(build, "deb", "tool")
+    write_package(build, DEB, "tool")
     result = repo("--in", str(build), "--out", str(tmp_path / "out"))
     assert result.exit_code == 0, result.output
     assert "warning: " in result.stderr and "no index.json, so not a gfxpack build" in (
@@ -255,7 +256,7 @@ def test_packages_not_made_by_gfxpack_are_published_with_a_warning(tmp_path):
 
 @pytest.mark.parametrize("keep_mtime", [False, True], ids=["new-mtime", "mtime-reset"])
 def test_a_pool_file_replaced_after_publishing_is_never_re_signed(tmp_path, keep_mtime):
-    root = make_repo(tmp_path, "deb", {"tool": {}, "other": {}})
+    root = make_repo(tmp_path, DEB, {"tool": {}, "other": {}})
     pool = root / "apt/pool/main/tool_8.2.0-1_amd64.deb"
     release = (root / "apt/dists/stable/Release").read_bytes()
     before = pool.stat()
@@ -266,7 +267,7 @@ def test_a_pool_file_replaced_after_publishing_is_never_re_signed(tmp_path, keep
     if keep_mtime:
         os.utime(pool, ns=(before.st_atime_ns, before.st_mtime_ns))
     more = tmp_path / "more"
-    write_package(more, "deb", "third")
+    write_package(more, DEB, "third")
     message = one_error(repo("--in", str(more), "--out", str(root)))
     assert message.startswith(f"error: {pool}: its bytes differ from those published")
     assert (root / "apt/dists/stable/Release").read_bytes() == release
@@ -274,7 +275,7 @@ def test_a_pool_file_replaced_after_publishing_is_never_re_signed(tmp_path, keep
 
 
 def test_an_rpm_pool_file_replaced_after_publishing_is_an_error(tmp_path):
-    root = make_repo(tmp_path, "rpm", {"tool": {}})
+    root = make_repo(tmp_path, RPM, {"tool": {}})
     pool = root / "rpm/Packages/tool-8.2.0-1.x86_64.rpm"
     repomd = (root / "rpm/repodata/repomd.xml").read_bytes()
     data = pool.read_bytes()
@@ -289,8 +290,8 @@ def test_an_rpm_pool_file_replaced_after_publishing_is_an_error(tmp_path):
 
 
 def test_leftovers_of_an_interrupted_run_are_cleaned(tmp_path):
-    root = make_repo(tmp_path, "rpm", {"tool": {}})
-    make_repo(tmp_path, "deb", {"tool": {}})
+    root = make_repo(tmp_path, RPM, {"tool": {}})
+    make_repo(tmp_path, DEB, {"tool": {}})
     rpm = root / "rpm"
     shutil.copytree(rpm / "repodata", rpm / ".repodata-old")
     (rpm / ".repodata-x1y2z3").mkdir()
@@ -307,11 +308,11 @@ def test_leftovers_of_an_interrupted_run_are_cleaned(tmp_path):
 
 
 def test_repodata_moved_aside_by_a_killed_run_is_put_back(tmp_path):
-    root = make_repo(tmp_path, "rpm", {"tool": {}})
+    root = make_repo(tmp_path, RPM, {"tool": {}})
     rpm = root / "rpm"
     os.replace(rpm / "repodata", rpm / ".repodata-old")
     more = tmp_path / "more"
-    write_package(more, "deb", "other")
+    write_package(more, DEB, "other")
     result = repo("--in", str(more), "--out", str(root))  # an apt-only run recovers rpm too
     assert result.exit_code == 0, result.output
     assert (rpm / "repodata/repomd.xml").is_file() and not (rpm / ".repodata-old").exists()
@@ -319,7 +320,7 @@ def test_repodata_moved_aside_by_a_killed_run_is_put_back(tmp_path):
 
 def test_repository_modes_do_not_follow_the_umask(tmp_path):
     build = tmp_path / "build"
-    for fmt in ("deb", "rpm"):
+    for fmt in FORMATS:
         write_package(build, fmt, "tool").chmod(0o600)
     out = tmp_path / "out"
     old = os.umask(0o077)
@@ -344,7 +345,7 @@ def test_repository_modes_do_not_follow_the_umask(tmp_path):
 
 def test_a_missing_output_directory_is_made(tmp_path):
     build = tmp_path / "build"
-    write_package(build, "deb", "tool")
+    write_package(build, DEB, "tool")
     result = repo("--in", str(build), "--out", str(tmp_path / "a/b/c"))
     assert result.exit_code == 0, result.output
     assert (tmp_path / "a/b/c/apt/pool/main/tool_8.2.0-1_amd64.deb").is_file()
@@ -352,7 +353,7 @@ def test_a_missing_output_directory_is_made(tmp_path):
 
 def test_an_output_directory_that_cannot_be_made_is_one_error(tmp_path):
     build = tmp_path / "build"
-    write_package(build, "deb", "tool")
+    write_package(build, DEB, "tool")
     (tmp_path / "file").write_text("not a directory")
     message = one_error(repo("--in", str(build), "--out", str(tmp_path / "file/out")))
     assert str(tmp_path / "file") in message
@@ -386,7 +387,7 @@ def small_fs(tmp_path):
 
 def test_a_read_only_output_directory_is_one_error(tmp_path, small_fs):
     build = tmp_path / "build"
-    write_package(build, "deb", "tool")
+    write_package(build, DEB, "tool")
     readonly = small_fs("ro", "ro,size=1m")
     message = one_error(repo("--in", str(build), "--out", str(readonly / "repo")))
     assert "Read-only file system" in message
@@ -426,8 +427,8 @@ def test_runs_at_once_keep_every_release(tmp_path):
     for version in versions:
         build = tmp_path / version
         for name in names:
-            write_package(build, "deb", name, version=version)
-            write_package(build, "rpm", name, version=version)
+            write_package(build, DEB, name, version=version)
+            write_package(build, RPM, name, version=version)
         builds.append(build)
     out = tmp_path / "out"
     runs = [
@@ -449,7 +450,7 @@ def test_runs_at_once_keep_every_release(tmp_path):
 
 def test_a_second_run_waits_for_the_lock_and_says_so(tmp_path):
     build = tmp_path / "build"
-    write_package(build, "deb", "tool")
+    write_package(build, DEB, "tool")
     out = tmp_path / "out"
     out.mkdir()
     with open(out / LOCK, "w") as held:
@@ -472,14 +473,14 @@ def test_a_second_run_waits_for_the_lock_and_says_so(tmp_path):
 def test_a_repository_without_records_is_adopted_as_it_is(tmp_path):
     """Repositories written before pools kept records: their files are read once and
     recorded, and from then on held to it."""
-    root = make_repo(tmp_path, "deb", {"tool": {}})
-    make_repo(tmp_path, "rpm", {"tool": {}})
+    root = make_repo(tmp_path, DEB, {"tool": {}})
+    make_repo(tmp_path, RPM, {"tool": {}})
     for pool in (root / "apt/pool/main", root / "rpm/Packages"):
         (pool / RECORD).unlink()
     (root / "apt/.gfxpack-apt-cache.json").write_text("{}")  # what older versions kept
     more = tmp_path / "more"
-    write_package(more, "deb", "other")
-    write_package(more, "rpm", "other")
+    write_package(more, DEB, "other")
+    write_package(more, RPM, "other")
     result = repo("--in", str(more), "--out", str(root))
     assert result.exit_code == 0, result.output + result.stderr
     for pool, ext in ((root / "apt/pool/main", "deb"), (root / "rpm/Packages", "rpm")):
@@ -490,7 +491,7 @@ def test_a_repository_without_records_is_adopted_as_it_is(tmp_path):
     assert [s["Package"] for s in packages_index(root)] == ["other", "tool"]
 
 
-@pytest.mark.parametrize("fmt", ["deb", "rpm"])
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
 def test_one_version_is_one_file(tmp_path, fmt):
     """The same name, version and arch under a second file name is refused."""
     root = make_repo(tmp_path, fmt, {"tool": {}})

@@ -11,6 +11,7 @@ import createrepo_c as cr
 from click.testing import CliRunner
 
 from gfxpack.cli import cli
+from gfxpack.formats import DEB
 from gfxpack.repo.debfile import parse_stanzas
 from tests.conftest import run
 from tests.verify.helpers import make_repo
@@ -85,7 +86,7 @@ def test_a_second_run_adds_nothing_and_says_so(example_release, tmp_path):
 
 
 def test_publishing_unsigned_removes_old_signatures(tmp_path):
-    root = make_repo(tmp_path, "deb", {"tool": {}})
+    root = make_repo(tmp_path, DEB, {"tool": {}})
     dist = root / "apt/dists/stable"
     (dist / "InRelease").write_text("a signature of an older Release\n")
     (dist / "Release.gpg").write_text("a signature of an older Release\n")

@@ -1,0 +1,117 @@
+"""The two file-writing helpers every writer shares: atomic replacement and hashing
+on the way through.
+
+A file that readers may see is first written to a hidden ``.<name>.<pid>.partial``
+sibling and renamed over the target only once complete, so an error or an
+interrupt leaves the old file (or none), never half of a new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, BinaryIO, Protocol, cast
+
+# The modes of everything gfxpack writes for others to read, whatever the umask.
+FILE_MODE = 0o644
+DIRECTORY_MODE = 0o755
+
+
+class Writable(Protocol):
+    """Where bytes go: a file, or a writer in front of one (HashingWriter)."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+
+class Readable(Protocol):
+    """Where bytes come from: a file, or a decompressing reader in front of one."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def as_binary_file(stream: Writable | Readable) -> IO[bytes]:
+    """``stream`` for a library whose type stubs ask for a whole binary file although,
+    used on a stream, it only calls ``write`` and ``flush`` or ``read`` (tarfile in
+    ``w|`` or ``r|`` mode, zstandard's stream_writer, lzma.LZMAFile, gzip.GzipFile)."""
+    return cast(IO[bytes], stream)
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary sibling of ``path`` to create; renamed onto ``path`` when the block
+    completes, removed when it raises."""
+    target = Path(path)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        yield partial
+        os.replace(partial, target)
+    finally:
+        with contextlib.suppress(OSError):  # nothing was created where nothing can be
+            partial.unlink()
+
+
+@contextmanager
+def atomic_write(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """An open binary file whose contents replace ``path`` when the block completes."""
+    with atomic_path(path) as partial, open(partial, "wb") as file:
+        yield file
+
+
+def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
+    with atomic_write(path) as file:
+        file.write(data)
+
+
+class HashingWriter:
+    """Writes through to ``out``, counting the bytes and hashing them with each of
+    ``algorithms`` (none: counting only)."""
+
+    def __init__(self, out: Writable, *algorithms: str) -> None:
+        self._out = out
+        self.size = 0
+        self.hashes = [hashlib.new(name, usedforsecurity=False) for name in algorithms]
+
+    def write(self, data: bytes) -> int:
+        for digest in self.hashes:
+            digest.update(data)
+        self.size += len(data)
+        return self._out.write(data)
+
+    def flush(self) -> None:
+        flush = getattr(self._out, "flush", None)
+        if flush is not None:
+            flush()
+
+    def hexdigest(self, index: int = 0) -> str:
+        return self.hashes[index].hexdigest()
+
+
+class HashingReader:
+    """Reads through from ``file``, hashing what it returns with ``algorithm``."""
+
+    def __init__(self, file: BinaryIO, algorithm: str) -> None:
+        self._file = file
+        self.hash = hashlib.new(algorithm, usedforsecurity=False)
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._file.read(size)
+        self.hash.update(data)
+        return data
+
+
+def file_digests(path: str | os.PathLike[str], *algorithms: str) -> tuple[int, list[str]]:
+    """Size and hex digests of a file, read once in 1 MiB chunks."""
+    sink = HashingWriter(_Discard(), *algorithms)
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            sink.write(chunk)
+    return sink.size, [digest.hexdigest() for digest in sink.hashes]
+
+
+class _Discard:
+    def write(self, data: bytes, /) -> int:
+        return len(data)

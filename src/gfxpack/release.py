@@ -1,0 +1,89 @@
+"""A release from end to end: scan the artifacts, plan, route files, build packages.
+
+This is what ``gfxpack build`` does, as one library call: the CLI parses its
+arguments into :class:`ReleaseOptions`, calls :func:`build_release` and prints
+what comes back; the tests' fixtures and the benchmarks call the same
+functions. :func:`prepare` stops before writing anything.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from gfxpack.artifacts import ArtifactTree, route, scan
+from gfxpack.build import BuildOptions, BuiltFile, build
+from gfxpack.config import Config, load_config
+from gfxpack.formats.payload import Entry
+from gfxpack.plan import Mode, PlanOptions, ReleasePlan, plan
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseOptions:
+    """Everything a release needs besides its paths."""
+
+    rocm_version: str
+    release: str = "1"
+    targets: tuple[str, ...] = ()  # none: every target the artifacts hold
+    plan: PlanOptions = field(default_factory=PlanOptions)
+    # Choose the mode from the artifacts: kpack when a therock_manifest.json sets
+    # KPACK_SPLIT_ARTIFACTS, else single-arch. False keeps plan.mode.
+    detect_mode: bool = False
+    build: BuildOptions = field(default_factory=BuildOptions)
+
+
+@dataclass(frozen=True)
+class Release:
+    """A planned release and the files of each of its packages."""
+
+    config: Config
+    tree: ArtifactTree
+    plan: ReleasePlan
+    routed: Mapping[str, tuple[Entry, ...]]
+
+
+def prepare(
+    config_path: str | os.PathLike[str],
+    artifacts: str | os.PathLike[str],
+    options: ReleaseOptions,
+    on_planned: Callable[[ReleasePlan, tuple[str, ...]], None] | None = None,
+) -> Release:
+    """Scan ``artifacts``, plan the release of ``config_path`` and route every file.
+    ``on_planned`` hears of the plan and of the warnings of the scan and of package.json
+    before any file is routed."""
+    config = load_config(config_path)
+    tree = scan(artifacts)
+    plan_options = options.plan
+    if options.detect_mode:
+        mode = Mode.KPACK if tree.kpack_split else Mode.SINGLE_ARCH
+        plan_options = replace(plan_options, mode=mode)
+    release_plan = plan(
+        config.packages,
+        options.targets or tree.index.targets(),
+        options.rocm_version,
+        options.release,
+        plan_options,
+        artifacts=tree.index,
+    )
+    if on_planned is not None:
+        on_planned(release_plan, (*tree.warnings, *config.warnings))
+    routed = route(release_plan, tree, options.build.epoch)
+    return Release(config, tree, release_plan, routed)
+
+
+def build_release(
+    config_path: str | os.PathLike[str],
+    artifacts: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    options: ReleaseOptions,
+    on_planned: Callable[[ReleasePlan, tuple[str, ...]], None] | None = None,
+    on_built: Callable[[BuiltFile, int, int], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
+) -> tuple[Release, list[BuiltFile]]:
+    """:func:`prepare`, then build every package into ``out``; ``on_built`` hears of each
+    package as it is written, ``on_note`` of what was removed from or left in ``out``."""
+    release = prepare(config_path, artifacts, options, on_planned)
+    built = build(release.plan, release.routed, Path(out), options.build, on_built, on_note)
+    return release, built

@@ -1,0 +1,70 @@
+"""The rpm-md repository writer: repodata createrepo_c reads, and incremental runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import createrepo_c as cr
+import pytest
+
+from gfxpack.formats import RPM
+from gfxpack.repo import rpmmd
+from gfxpack.repo.inputs import InputFile, RepoError, digest
+from gfxpack.repo.transaction import Transaction
+from tests.verify.helpers import write_package
+
+
+def publish(rpms: list[Path], out: Path, epoch: int) -> dict[str, Any]:
+    """rpmmd.prepare, then its three writing steps in one transaction on ``out``."""
+    update = rpmmd.prepare([InputFile(p, *digest(p)) for p in rpms], out / "rpm", epoch)
+    try:
+        with Transaction(out) as tx:
+            update.add_files(tx)
+            update.commit_record(tx)
+            update.commit_indexes(tx)
+    finally:
+        update.discard()
+    return update.summary()
+
+
+def primary_names(root: Path) -> list[str]:
+    repomd = cr.Repomd(str(root / "repodata/repomd.xml"))
+    (record,) = [r for r in repomd.records if r.type == "primary"]
+    names: list[str] = []
+    cr.xml_parse_primary(
+        str(root / record.location_href), pkgcb=lambda p: names.append(p.name) or True
+    )
+    return sorted(names)
+
+
+def test_publish_adds_to_the_repository_and_regenerates_repodata(tmp_path):
+    out = tmp_path / "repo"
+    one = write_package(tmp_path / "b1", RPM, "one", files=("/opt/one",))
+    summary = publish([one], out, 1_700_000_000)
+    assert (summary["format"], summary["added"], summary["packages"]) == (
+        RPM.name,
+        [one.name],
+        1,
+    )
+    two = write_package(tmp_path / "b2", RPM, "two", depends=("one",))
+    summary = publish([one, two], out, 1_700_000_000)
+    assert (summary["added"], summary["packages"]) == ([two.name], 2)
+    root = out / "rpm"
+    assert primary_names(root) == ["one", "two"]
+    # no leftovers: no staging repodata, no partial files
+    assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".gfxpack")) == [
+        "Packages",
+        "repodata",
+    ]
+    assert cr.Repomd(str(root / "repodata/repomd.xml")).revision == "1700000000"
+
+
+def test_a_changed_package_is_refused_and_the_repository_kept(tmp_path):
+    out = tmp_path / "repo"
+    publish([write_package(tmp_path / "b1", RPM, "one")], out, 0)
+    before = (out / "rpm/repodata/repomd.xml").read_bytes()
+    changed = write_package(tmp_path / "b2", RPM, "one", files=("/opt/changed",))
+    with pytest.raises(RepoError, match="different contents"):
+        publish([changed], out, 0)
+    assert (out / "rpm/repodata/repomd.xml").read_bytes() == before
