@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -24,6 +25,7 @@ from gfxpack.cli.common import (
     split_list,
     strict_option,
 )
+from gfxpack.cli.sign_cmd import sign_files
 from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
 from gfxpack.formats.compress import Compression
@@ -74,6 +76,12 @@ from gfxpack.plan import Kind, Mode, plan
     type=click.Choice(["auto", *(m.value for m in Mode)]),
     help="auto: kpack when a therock_manifest.json sets KPACK_SPLIT_ARTIFACTS, else single-arch.",
 )
+@click.option(
+    "--sign-key",
+    metavar="FPR",
+    help="gpg key (fingerprint or user id) that signs every .rpm (header, and header "
+    "with payload, as rpmsign does); .deb files stay unsigned. gpg's GNUPGHOME applies.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No notes and no progress, only the summary.")
 @strict_option
 @reports_errors
@@ -92,6 +100,7 @@ def build_command(
     compression,
     jobs,
     mode,
+    sign_key,
     quiet,
     strict,
 ):
@@ -137,6 +146,8 @@ def build_command(
         built = build_module.build(
             release_plan, routed, out, build_options, on_built, None if quiet else _note
         )
+    if sign_key:
+        sign_files([Path(out) / item.file for item in built], sign_key)
     _print_build_summary(built, out, time.perf_counter() - started)
 
 
