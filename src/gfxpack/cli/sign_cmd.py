@@ -43,7 +43,9 @@ def _refresh_index(directory: Path, names: set[str]) -> None:
         document = json.loads(index.read_bytes())
         listed = document["files"]
     except (ValueError, KeyError, TypeError):
-        raise SignError(f"{index}: not a gfxpack build index; signed files are not recorded")
+        raise SignError(
+            f"{index}: not a gfxpack build index; signed files are not recorded"
+        ) from None
     for item in listed:
         if isinstance(item, dict) and item.get("file") in names:
             item["size"], item["sha256"] = digest(directory / item["file"])

@@ -136,7 +136,9 @@ def _gpg_sign(parts: Iterable[bytes | Path], key: str, gnupghome: str | None, wh
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=env
             )
         except FileNotFoundError:
-            raise SignError("signing needs gpg, which is not installed (apt-get install gpg)")
+            raise SignError(
+                "signing needs gpg, which is not installed (apt-get install gpg)"
+            ) from None
         assert process.stdin is not None and process.stdout is not None
         try:
             for part in parts:
@@ -181,10 +183,10 @@ def sign_rpm(path: Path, key: str, gnupghome: str | None = None) -> None:
     except OSError as e:
         raise SignError(f"{path}: cannot read it ({e.strerror})") from None
     header_only = _gpg_sign([layout.header], key, gnupghome, f"the header of {path}")
-    payload = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".payload-", delete=False)
-    payload_path = Path(payload.name)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.payload-")
+    payload_path = Path(name)
     try:
-        with payload, open(path, "rb") as source:
+        with os.fdopen(fd, "wb") as payload, open(path, "rb") as source:
             source.seek(layout.payload_offset)
             shutil.copyfileobj(source, payload, 1 << 20)
         whole = _gpg_sign([layout.header, payload_path], key, gnupghome, str(path))
