@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
 from gfxpack import repo as repo_module
+from gfxpack.build import source_date_epoch as build_epoch
 from gfxpack.cli import cli
 from gfxpack.cli.common import reports_errors, strict_option
+from gfxpack.cli.sign_cmd import sign_files
 from gfxpack.epoch import source_date_epoch
+from gfxpack.errors import GfxpackError
+from gfxpack.repo.setup_package import SetupPackage, write_setup_packages
+from gfxpack.repo.trust import APT_KEYRING, RPM_KEY, export_public_key, publish_key
 
 
 def _warn(message: str) -> None:
@@ -48,6 +55,25 @@ def _warn(message: str) -> None:
     "GNUPGHOME applies.",
 )
 @click.option(
+    "--base-url",
+    metavar="URL",
+    help="Where OUT will be served (https://example.com/rocm): the printed setup lines "
+    "and the setup package use BASE/apt and BASE/rpm. Default: OUT as a file: URL.",
+)
+@click.option(
+    "--setup-package",
+    metavar="NAME",
+    help="Also publish a package NAME of each format that configures apt (a .sources "
+    "file with Signed-By) or dnf and zypper (a .repo file with gpgcheck=1 and "
+    "repo_gpgcheck=1) for --base-url and installs the signing key. Needs --sign-key.",
+)
+@click.option(
+    "--setup-version",
+    default="1.0",
+    show_default=True,
+    help="Version of the setup package; raise it when --base-url or the key changes.",
+)
+@click.option(
     "--wait/--no-wait",
     default=True,
     show_default=True,
@@ -57,7 +83,18 @@ def _warn(message: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @strict_option
 @reports_errors
-def repo_command(builds, out, suite, sign_key, wait, as_json, strict):
+def repo_command(
+    builds,
+    out,
+    suite,
+    sign_key,
+    base_url,
+    setup_package,
+    setup_version,
+    wait,
+    as_json,
+    strict,
+):
     """Publish built packages as an apt and an rpm-md repository.
 
     Incremental: packages already in OUT stay, so several releases (8.2 and
@@ -75,16 +112,28 @@ def repo_command(builds, out, suite, sign_key, wait, as_json, strict):
     """
     epoch = source_date_epoch(os.environ, int(time.time()))
     out_path = Path(out)
-    results = repo_module.publish(
-        [Path(build) for build in builds],
-        out_path,
-        suite,
-        epoch,
-        sign_key,
-        warn=_warn,
-        wait=wait,
-        strict=strict,
-    )
+    inputs = [Path(build) for build in builds]
+    key = export_public_key(sign_key, None) if sign_key else None
+    setup = None
+    if setup_package:
+        if key is None or not base_url:
+            raise GfxpackError("--setup-package needs --sign-key and --base-url")
+        setup = SetupPackage(setup_package, base_url, suite, setup_version)
+        setup.check()
+    with tempfile.TemporaryDirectory(prefix="gfxpack-setup-") as scratch:
+        if setup is not None and key is not None:
+            formats = {"deb", "rpm"}
+            made = write_setup_packages(setup, key, formats, Path(scratch), build_epoch(os.environ))
+            sign_files(sorted(made.glob("*.rpm")), str(sign_key))
+            inputs.append(made)
+        results = repo_module.publish(
+            inputs, out_path, suite, epoch, sign_key, warn=_warn, wait=wait, strict=strict
+        )
+    published = {r["format"] for r in results}
+    keys = publish_key(out_path, key, published) if key is not None else {}
+    lines = setup_lines(out_path, base_url, suite, keys, setup, results)
+    for result in results:
+        result["setup"] = lines.get(result["format"], "")
     if as_json:
         click.echo(json.dumps(results, indent=2))
         return
@@ -98,9 +147,57 @@ def repo_command(builds, out, suite, sign_key, wait, as_json, strict):
                 else ""
             )
         )
-    formats = {r["format"] for r in results}
-    if "deb" in formats:
-        trust = "signed-by=<your keyring>" if sign_key else "trusted=yes"
-        click.echo(f"  apt:  deb [{trust}] file:{(out_path / 'apt').resolve()} {suite} main")
-    if "rpm" in formats:
-        click.echo(f"  dnf:  baseurl=file://{(out_path / 'rpm').resolve()}")
+    for fmt, tool in (("deb", "apt"), ("rpm", "dnf")):
+        if fmt in lines:
+            click.echo(f"  {tool}:  {lines[fmt]}")
+
+
+def setup_lines(
+    out: Path,
+    base_url: str | None,
+    suite: str,
+    keys: dict[str, Path],
+    setup: SetupPackage | None,
+    results: list[dict[str, Any]],
+) -> dict[str, str]:
+    """format -> one shell command line that makes this repository usable on a machine
+    (run as root): the setup package's install when there is one, else the sources
+    entry written with the published key."""
+    base = base_url.rstrip("/") if base_url else f"file://{out.resolve()}"
+    lines: dict[str, str] = {}
+    for result in results:
+        fmt = result["format"]
+        name = setup.name if setup else "gfxpack"
+        if setup is not None:
+            version = f"{setup.version}-1"
+            if fmt == "deb":
+                deb = f"{setup.name}_{version}_all.deb"
+                lines[fmt] = (
+                    f"curl -fsSLo /tmp/{deb} {base}/apt/pool/main/{deb} && "
+                    f"apt-get install -y /tmp/{deb} && apt-get update"
+                )
+            else:
+                lines[fmt] = f"dnf install -y {base}/rpm/Packages/{setup.name}-{version}.noarch.rpm"
+        elif fmt == "deb":
+            if "deb" in keys and base_url:
+                keyring = f"/usr/share/keyrings/{APT_KEYRING}"
+                fetch = f"curl -fsSLo {keyring} {base}/{APT_KEYRING} && "
+            else:
+                keyring, fetch = str(keys["deb"].resolve()) if "deb" in keys else "", ""
+            trust = f"signed-by={keyring}" if keyring else "trusted=yes"
+            apt_url = f"{base}/apt" if base_url else f"file:{(out / 'apt').resolve()}"
+            lines[fmt] = (
+                f"{fetch}echo 'deb [{trust}] {apt_url} {suite} main' "
+                f"| tee /etc/apt/sources.list.d/{name}.list && apt-get update"
+            )
+        else:
+            checks = (
+                f"gpgcheck=1\\nrepo_gpgcheck=1\\ngpgkey={base}/rpm/{RPM_KEY}"
+                if "rpm" in keys
+                else "gpgcheck=0"
+            )
+            lines[fmt] = (
+                f"printf '[{name}]\\nname={name}\\nbaseurl={base}/rpm\\n{checks}\\n' "
+                f"| tee /etc/yum.repos.d/{name}.repo"
+            )
+    return lines

@@ -1,0 +1,138 @@
+"""The repository setup package: one small package per format that configures the
+package manager for a published repository and installs its signing key.
+
+    deb:  /etc/apt/sources.list.d/NAME.sources (deb822, Signed-By: the keyring)
+          /usr/share/keyrings/NAME-archive-keyring.gpg
+    rpm:  /etc/yum.repos.d/NAME.repo and /etc/zypp/repos.d/NAME.repo
+          (gpgcheck=1, repo_gpgcheck=1, gpgkey= the installed key)
+          /etc/pki/rpm-gpg/RPM-GPG-KEY-NAME
+
+Installing it and then the wanted package is the whole user story. The packages
+are written into a directory with an ``index.json``, as a build's are, and
+published with them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from gfxpack.formats import PackageInfo, writer
+from gfxpack.formats.payload import Entry, with_parents
+from gfxpack.repo.inputs import INDEX, RepoError, digest
+from gfxpack.repo.trust import PublicKey
+
+_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]*")
+_URL = re.compile(r"(https?|file)://[^\s\[\]]+")
+
+
+@dataclass(frozen=True, slots=True)
+class SetupPackage:
+    name: str  # the package name, also the repository id and the files' names
+    base_url: str  # where OUT is served: BASE/apt and BASE/rpm
+    suite: str
+    version: str = "1.0"
+
+    def check(self) -> None:
+        if not _NAME.fullmatch(self.name):
+            raise RepoError(
+                f"--setup-package {self.name!r}: a package name of lower-case letters, "
+                "digits and +.- is expected"
+            )
+        if not _URL.fullmatch(self.base_url):
+            raise RepoError(
+                f"--base-url {self.base_url!r}: an http://, https:// or file:// URL of the "
+                "published repository root is expected"
+            )
+
+    @property
+    def url(self) -> str:
+        return self.base_url.rstrip("/")
+
+    @property
+    def keyring_path(self) -> str:
+        return f"/usr/share/keyrings/{self.name}-archive-keyring.gpg"
+
+    @property
+    def rpm_key_path(self) -> str:
+        return f"/etc/pki/rpm-gpg/RPM-GPG-KEY-{self.name}"
+
+    def sources_text(self) -> str:
+        """The deb822 sources entry apt reads from /etc/apt/sources.list.d/."""
+        return (
+            "Types: deb\n"
+            f"URIs: {self.url}/apt\n"
+            f"Suites: {self.suite}\n"
+            "Components: main\n"
+            f"Signed-By: {self.keyring_path}\n"
+        )
+
+    def repo_text(self) -> str:
+        """The .repo section dnf (/etc/yum.repos.d) and zypper (/etc/zypp/repos.d) read."""
+        return (
+            f"[{self.name}]\n"
+            f"name={self.name}\n"
+            f"baseurl={self.url}/rpm\n"
+            "type=rpm-md\n"
+            "enabled=1\n"
+            "gpgcheck=1\n"
+            "repo_gpgcheck=1\n"
+            f"gpgkey=file://{self.rpm_key_path}\n"
+        )
+
+    def info(self, fmt: str, key: PublicKey, mtime: int) -> PackageInfo:
+        def file(path: str, data: bytes) -> Entry:
+            return Entry(path, "file", 0o644, size=len(data), data=data, mtime=mtime)
+
+        if fmt == "deb":
+            files = [
+                file(f"/etc/apt/sources.list.d/{self.name}.sources", self.sources_text().encode()),
+                file(self.keyring_path, key.binary),
+            ]
+        else:
+            repo = self.repo_text().encode()
+            files = [
+                file(f"/etc/yum.repos.d/{self.name}.repo", repo),
+                file(f"/etc/zypp/repos.d/{self.name}.repo", repo),
+                file(self.rpm_key_path, key.armored),
+            ]
+        return PackageInfo(
+            name=self.name,
+            version=self.version,
+            release="1",
+            arch="all" if fmt == "deb" else "noarch",
+            summary=f"package repository configuration for {self.name}",
+            description=(
+                f"Configures the package manager to install from {self.url} and "
+                "installs the key that signs that repository."
+            ),
+            maintainer="gfxpack <gfxpack@localhost>",
+            license="MIT",
+            group="System Environment/Base",
+            section="admin",
+            priority="optional",
+            entries=with_parents(files, mtime=mtime),
+            prefix="/",
+            mtime=mtime,
+        )
+
+
+def write_setup_packages(
+    setup: SetupPackage, key: PublicKey, formats: set[str], out: Path, mtime: int
+) -> Path:
+    """Write the setup package of each of ``formats`` and an index.json into ``out``."""
+    setup.check()
+    out.mkdir(parents=True, exist_ok=True)
+    listed = []
+    for fmt in sorted(formats):
+        info = setup.info(fmt, key, mtime)
+        module = writer(fmt)
+        path = out / module.filename(info)
+        with open(path, "wb") as file:
+            module.write(info, file)
+        size, sha256 = digest(path)
+        listed.append({"file": path.name, "size": size, "sha256": sha256})
+    (out / INDEX).write_text(json.dumps({"files": listed}, indent=2) + "\n")
+    return out
