@@ -49,3 +49,13 @@ def export_key(home: str, fingerprint: str, path: Path, armor: bool = False) -> 
     command = ["gpg", "--homedir", home, "--export", *(["--armor"] if armor else []), fingerprint]
     path.write_bytes(subprocess.run(command, capture_output=True, check=True).stdout)
     return path
+
+
+@pytest.fixture(scope="session")
+def rsa_key(tmp_path_factory):
+    """A throwaway gpg home with an RSA signing key; yields a tests.verify.signed.Key."""
+    from tests.verify.signed import make_rsa_key
+
+    home = tmp_path_factory.mktemp("gnupg-rsa")
+    yield make_rsa_key(home)
+    subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -18,7 +19,8 @@ from gfxpack.cli.common import reports_errors, strict_option
 from gfxpack.cli.sign_cmd import sign_files
 from gfxpack.epoch import source_date_epoch
 from gfxpack.errors import GfxpackError
-from gfxpack.repo.setup_package import SetupPackage, write_setup_packages
+from gfxpack.formats.rpmsign import same_contents
+from gfxpack.repo.setup_package import SetupPackage, write_index, write_setup_packages
 from gfxpack.repo.trust import APT_KEYRING, RPM_KEY, export_public_key, publish_key
 
 
@@ -123,8 +125,12 @@ def repo_command(
     with tempfile.TemporaryDirectory(prefix="gfxpack-setup-") as scratch:
         if setup is not None and key is not None:
             formats = {"deb", "rpm"}
-            made = write_setup_packages(setup, key, formats, Path(scratch), build_epoch(os.environ))
-            sign_files(sorted(made.glob("*.rpm")), str(sign_key))
+            made = Path(scratch)
+            files = write_setup_packages(setup, key, formats, made, build_epoch(os.environ))
+            for path in files:
+                if path.suffix == ".rpm":
+                    _sign_or_reuse(path, out_path / "rpm" / "Packages" / path.name, sign_key)
+            write_index(made, files)
             inputs.append(made)
         results = repo_module.publish(
             inputs, out_path, suite, epoch, sign_key, warn=_warn, wait=wait, strict=strict
@@ -150,6 +156,15 @@ def repo_command(
     for fmt, tool in (("deb", "apt"), ("rpm", "dnf")):
         if fmt in lines:
             click.echo(f"  {tool}:  {lines[fmt]}")
+
+
+def _sign_or_reuse(package: Path, published: Path, sign_key: str) -> None:
+    """Sign the setup .rpm, unless the same package is published already: a signature
+    differs each time it is made, and a published file never changes."""
+    if published.is_file() and not published.is_symlink() and same_contents(package, published):
+        shutil.copyfile(published, package)
+    else:
+        sign_files([package], sign_key)
 
 
 def setup_lines(

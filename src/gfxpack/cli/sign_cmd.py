@@ -17,7 +17,7 @@ from gfxpack.outdir import INDEX
 from gfxpack.repo.inputs import digest
 
 
-def sign_files(files: Sequence[Path], key: str) -> list[Path]:
+def sign_files(files: Sequence[Path], key: str, gnupghome: str | None = None) -> list[Path]:
     """Sign every .rpm of ``files`` (others are skipped: a .deb stays unsigned, as
     Debian signs the repository, not the package) and bring the size and sha256 in
     the ``index.json`` beside each signed file up to date; the files signed."""
@@ -27,7 +27,7 @@ def sign_files(files: Sequence[Path], key: str) -> list[Path]:
             continue
         if path.is_symlink() or not path.is_file():
             raise SignError(f"{path}: not a regular .rpm file")
-        sign_rpm(path, key)
+        sign_rpm(path, key, gnupghome)
         signed.append(path)
     for directory in sorted({p.parent for p in signed}):
         _refresh_index(directory, {p.name for p in signed if p.parent == directory})

@@ -203,6 +203,21 @@ def sign_rpm(path: Path, key: str, gnupghome: str | None = None) -> None:
         payload_path.unlink(missing_ok=True)
 
 
+def same_contents(one: Path, other: Path) -> bool:
+    """Whether two .rpm files have the same main header and payload: the same package,
+    whatever their signatures."""
+    with open(one, "rb") as a, open(other, "rb") as b:
+        first, second = _Layout(one, a), _Layout(other, b)
+        if first.header != second.header:
+            return False
+        while True:
+            chunk = a.read(1 << 20)
+            if chunk != b.read(1 << 20):
+                return False
+            if not chunk:
+                return True
+
+
 def _replace(path: Path, *parts: bytes | Path) -> None:
     """Write ``parts`` to a temporary file beside ``path`` and rename it over ``path``."""
     mode = path.stat().st_mode & 0o7777

@@ -121,18 +121,25 @@ class SetupPackage:
 
 def write_setup_packages(
     setup: SetupPackage, key: PublicKey, formats: set[str], out: Path, mtime: int
-) -> Path:
-    """Write the setup package of each of ``formats`` and an index.json into ``out``."""
+) -> list[Path]:
+    """Write the setup package of each of ``formats`` into ``out``; the files."""
     setup.check()
     out.mkdir(parents=True, exist_ok=True)
-    listed = []
+    written = []
     for fmt in sorted(formats):
         info = setup.info(fmt, key, mtime)
         module = writer(fmt)
         path = out / module.filename(info)
         with open(path, "wb") as file:
             module.write(info, file)
+        written.append(path)
+    return written
+
+
+def write_index(out: Path, files: list[Path]) -> None:
+    """An index.json for ``files`` (in ``out``), as a build writes: gfxpack repo's input."""
+    listed = []
+    for path in files:
         size, sha256 = digest(path)
         listed.append({"file": path.name, "size": size, "sha256": sha256})
     (out / INDEX).write_text(json.dumps({"files": listed}, indent=2) + "\n")
-    return out
