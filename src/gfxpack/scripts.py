@@ -127,7 +127,9 @@ def _rpm_scripts(alternatives, prefix: str, rank: int, siblings: list[str]) -> d
 {install}
 exit 0
 """
-    preun = f"""{head}
+    # Deregistered after removal (%postun), as the RPM packaging guidelines and rpmlint
+    # expect: the files are gone by then, the links are what is left to clean up.
+    postun = f"""{head}
 # $1 is how many instances remain: 0 on removal, 1 on upgrade.
 if [ "$1" = 0 ]; then
     kept=""
@@ -140,4 +142,4 @@ if [ "$1" = 0 ]; then
 fi
 exit 0
 """
-    return {"postinst": post, "prerm": preun}
+    return {"postinst": post, "postrm": postun}

@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from gfxpack.formats import PackageInfo
+from gfxpack.formats import PackageInfo, rpm_policy
 from gfxpack.formats.compress import compressing
 from gfxpack.formats.payload import Entry, archive_size_hint, installed_size, write_cpio
 
@@ -76,6 +76,7 @@ PAYLOADFORMAT, PAYLOADCOMPRESSOR, PAYLOADFLAGS = 1124, 1125, 1126
 FILEDIGESTALGO, RECOMMENDNAME, RECOMMENDVERSION, RECOMMENDFLAGS = 5011, 5046, 5047, 5048
 SUGGESTNAME, SUGGESTVERSION, SUGGESTFLAGS, ENCODING = 5049, 5050, 5051, 5062
 PAYLOADDIGEST, PAYLOADDIGESTALGO = 5092, 5093
+PACKAGER, CHANGELOGTIME, CHANGELOGNAME, CHANGELOGTEXT = 1015, 1080, 1081, 1082
 
 _SCRIPTS = {
     "preinst": (PREIN, PREINPROG),
@@ -194,6 +195,7 @@ class _HashingWriter:
 
 
 def write(info: PackageInfo, out: BinaryIO) -> None:
+    info = rpm_policy.apply(info)
     entries = info.entries
     with tempfile.TemporaryFile() as payload:
         compressed = _HashingWriter(payload)
@@ -245,6 +247,12 @@ def _main_header(info, entries, digests, compressed) -> _HeaderBuilder:
         h.add(VENDOR, STRING, info.vendor)
     if info.homepage:
         h.add(URL, STRING, info.homepage)
+    if info.maintainer:
+        h.add(PACKAGER, STRING, info.maintainer)
+    when, author, text = rpm_policy.changelog(info)
+    h.add(CHANGELOGTIME, INT32, [when])
+    h.add(CHANGELOGNAME, STRING_ARRAY, [author])
+    h.add(CHANGELOGTEXT, STRING_ARRAY, [text])
     for script, (tag, prog_tag) in _SCRIPTS.items():
         if script in info.scripts:
             h.add(tag, STRING, info.scripts[script])
@@ -269,6 +277,7 @@ def _add_relations(h: _HeaderBuilder, info: PackageInfo) -> None:
         provides.append(Dependency(f"{info.name}({_ISA[info.arch]})", EQUAL, evr))
     provides += [parse_dependency(p) for p in info.provides]
     requires = [parse_dependency(r) for r in info.depends]
+    requires += [Dependency(name, flags) for name, flags in rpm_policy.script_requirements(info)]
     rpmlib = [
         ("rpmlib(CompressedFileNames)", "3.0.4-1"),
         ("rpmlib(FileDigests)", "4.6.0-1"),
