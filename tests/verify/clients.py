@@ -4,19 +4,18 @@ repository served on 127.0.0.1, each into a throwaway root.
 The packages require system packages (glibc, numactl-libs, python3, ...) that an
 empty root does not have. They come from a second, local repository of stub
 RPMs written by gfxpack's own RPM writer from the system list ``gfxpack verify``
-assumes (name, version and Provides of each; no files but the ones a dependency
-names by path). That repository is unsigned and is the only one with
-``gpgcheck=0``: the repository under test is checked with ``gpgcheck=1`` and
-``repo_gpgcheck=1``.
+assumes (name, version and Provides of each, paths included; no files). That
+repository is unsigned and is the only one with ``gpgcheck=0``: the repository
+under test is checked with ``gpgcheck=1`` and ``repo_gpgcheck=1``.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
 from gfxpack.formats import PackageInfo, writer
-from gfxpack.formats.payload import Entry, with_parents
 from gfxpack.relations import render_rpm
 from gfxpack.repo import publish
 from gfxpack.verify.system import read_system
@@ -30,10 +29,6 @@ def stub_system_repo(where: Path) -> Path:
     for package in packages:
         version, _, release = package.version.partition("-")
         provides = tuple(render_rpm(p) for p in package.provides)
-        paths = [p for p in provides if p.startswith("/")]
-        entries = with_parents(
-            [Entry(path, "file", 0o755, size=0, data=b"") for path in paths], mtime=0
-        )
         info = PackageInfo(
             name=package.name,
             version=version,
@@ -41,9 +36,9 @@ def stub_system_repo(where: Path) -> Path:
             arch=package.arch if package.arch != "all" else "noarch",
             summary=f"stand-in for the system package {package.name}",
             license="MIT",
-            provides=tuple(p for p in provides if not p.startswith("/")),
+            # Paths too are plain Provides: no stub file covers a real one in the root.
+            provides=provides,
             depends=tuple(render_rpm(d) for d in package.depends),
-            entries=entries,
             prefix="/",
         )
         with open(build / writer("rpm").filename(info), "wb") as out:
@@ -102,3 +97,48 @@ class Dnf:
             check=True,
         ).stdout
         return dict(line.split(" ", 1) for line in listing.splitlines())
+
+
+# What the maintainer scripts run, copied from this machine into a throwaway root so
+# that rpm (which runs scriptlets chrooted into --root) can run them there.
+SHELL_TOOLS = {
+    "/bin/dash": "bin/sh",
+    "/usr/bin/update-alternatives": "usr/sbin/update-alternatives",
+    "/sbin/ldconfig": "sbin/ldconfig",
+}
+
+
+def shell_root(root: Path) -> Path:
+    """``root`` with a shell, update-alternatives and ldconfig (and the C library
+    they load), the directories update-alternatives keeps its state in, and an
+    empty rpm database."""
+    for source, target in SHELL_TOOLS.items():
+        (root / target).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, root / target)
+        for library in _libraries(source):
+            copy = root / library.lstrip("/")
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(library, copy)
+    for directory in (
+        "etc/alternatives",
+        "opt",  # the filesystem package's
+        "var/lib/dpkg/alternatives",
+        "var/log",
+        "var/tmp",
+        "tmp",
+    ):
+        (root / directory).mkdir(parents=True, exist_ok=True)
+    subprocess.run(["rpm", "--root", str(root), "--initdb"], check=True)
+    return root
+
+
+def _libraries(binary: str) -> list[str]:
+    """The shared libraries ldd says ``binary`` loads, the dynamic loader included."""
+    listing = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+    found = []
+    for line in listing.splitlines():
+        words = line.split()
+        path = words[2] if "=>" in words and len(words) > 2 else words[0] if words else ""
+        if path.startswith("/"):
+            found.append(path)
+    return found
