@@ -32,6 +32,7 @@ class Key:
 
 def make_rsa_key(home: Path) -> Key:
     """An RSA signing key (what RPM signing keys usually are) in the gpg home ``home``."""
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
     home.chmod(0o700)
     gpg = ["gpg", "--batch", "--homedir", str(home)]
     user = "gfxpack release <release@example.invalid>"

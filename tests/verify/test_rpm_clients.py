@@ -1,4 +1,4 @@
-"""dnf installs from the signed rpm-md repository over HTTP into a throwaway root,
+"""dnf and zypper install from the signed rpm-md repository over HTTP into a throwaway root,
 checking every package's signature (gpgcheck=1) and the repository's
 (repo_gpgcheck=1) against the published key; system packages come from a local
 repository of stubs (see tests/verify/clients.py)."""
@@ -6,6 +6,7 @@ repository of stubs (see tests/verify/clients.py)."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from gfxpack.verify.rules import arch_of
 from gfxpack.views import reachable
 from tests.conftest import build_example, run
-from tests.verify.clients import Dnf, repo_section, stub_system_repo
+from tests.verify.clients import Dnf, repo_section, shell_root, stub_system_repo
 from tests.verify.helpers import serve
 from tests.verify.signed import SETUP, publish_signed, signed_build
 
@@ -27,15 +28,8 @@ def system_repo(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def served(rsa_key, example_release, tmp_path_factory):
-    """The example 8.2.0, signed, published and served; yields (url, repo root)."""
-    base = tmp_path_factory.mktemp("signed-rpm")
-    repo = base / "repo"
-    repo.mkdir()
-    with serve(repo) as url:
-        build = signed_build(rsa_key, example_release.out, base / "build-8.2.0")
-        publish_signed(rsa_key, build, repo, url)
-        yield url, repo
+def served(signed_repo):
+    return signed_repo
 
 
 def dnf_for(home: Path, url: str, system_url: str) -> Dnf:
@@ -136,3 +130,47 @@ def test_the_setup_package_configures_dnf(served, system_repo, tmp_path):
         assert key_path.is_file()
         dnf.run("--setopt=tsflags=noscripts", "install", TARGET)
     assert TARGET in dnf.installed()
+
+
+def zypper(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = ["zypper", "--non-interactive", "--gpg-auto-import-keys", "--root", str(root)]
+    return subprocess.run([*command, *args], capture_output=True, text=True, check=False)
+
+
+def test_zypper_installs_the_gfx942_closure_with_signatures_checked(
+    served, system_repo, example_release, rsa_key, tmp_path
+):
+    """zypper, with the published key imported by --gpg-auto-import-keys; its root has
+    a shell, so the %post scriptlets (update-alternatives) run too."""
+    url, _ = served
+    root = shell_root(tmp_path / "root")
+    with serve(system_repo) as system_url:
+        (root / "etc/zypp/repos.d").mkdir(parents=True)
+        (root / "etc/zypp/repos.d/test.repo").write_text(
+            repo_section("rocm", f"{url}/rpm", f"{url}/rpm/RPM-GPG-KEY-gfxpack")
+            + "\n"
+            + repo_section("system", system_url, None)
+        )
+        result = zypper(root, "install", "--no-recommends", TARGET)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert rsa_key.fingerprint[-8:] in result.stdout.replace(" ", "")  # the key it imported
+    installed = run("rpm", "--root", str(root), "-qa", "--qf", "%{NAME}\\n").stdout.split()
+    expected = {p.rpm.name for p in reachable(example_release.plan, TARGET, "rpm")}
+    assert {n for n in installed if n.startswith("amdrocm")} == expected
+    assert (root / "opt/rocm/core").is_symlink()  # %post ran update-alternatives
+
+
+def test_zypper_refuses_a_repomd_changed_after_signing(served, system_repo, tmp_path):
+    _, repo = served
+    copy = tampered_copy(repo, tmp_path)
+    repomd = copy / "rpm/repodata/repomd.xml"
+    repomd.write_text(repomd.read_text().replace("<revision>", "<revision>1", 1))
+    root = shell_root(tmp_path / "root")
+    with serve(copy) as url:
+        (root / "etc/zypp/repos.d").mkdir(parents=True)
+        (root / "etc/zypp/repos.d/test.repo").write_text(
+            repo_section("rocm", f"{url}/rpm", f"{url}/rpm/RPM-GPG-KEY-gfxpack")
+        )
+        result = zypper(root, "install", "--no-recommends", TARGET)
+    assert result.returncode != 0
+    assert "Signature verification failed" in result.stdout + result.stderr
