@@ -21,8 +21,16 @@ from tests.verify.clients import shell_root
 pytestmark = pytest.mark.slow
 TARGET = "amdrocm-core8.2-gfx942"
 PREFIX = "/opt/rocm/core-8.2"
-# What the package managers keep about themselves: their databases and logs.
-BOOKKEEPING = ("root/.rpmdb", "var/lib/rpm", "usr/lib/sysimage/rpm", "var/lib/dpkg", "var/log")
+# What the package managers keep about themselves (their databases and logs) and the
+# dynamic linker's cache, which the ldconfig scriptlets rewrite.
+BOOKKEEPING = (
+    "etc/ld.so.cache",
+    "root/.rpmdb",
+    "var/lib/rpm",
+    "usr/lib/sysimage/rpm",
+    "var/lib/dpkg",
+    "var/log",
+)
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -64,6 +72,7 @@ def test_rpm_scriptlets_register_and_removal_cleans_up(example_release, tmp_path
     # --nodeps: the root has the tools the scripts run, not the system packages.
     run("rpm", "--root", str(root), "-i", "--nodeps", *map(str, files))
     assert_registered(root)
+    assert (root / "etc/ld.so.cache").is_file()  # the packages' %post ran ldconfig
     names = run("rpm", "--root", str(root), "-qa", "--qf", "%{NAME}\\n").stdout.split()
     assert TARGET in names
     run("rpm", "--root", str(root), "-e", "--nodeps", *names)

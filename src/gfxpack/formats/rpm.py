@@ -254,7 +254,9 @@ def _main_header(info, entries, digests, compressed) -> _HeaderBuilder:
     h.add(CHANGELOGNAME, STRING_ARRAY, [author])
     h.add(CHANGELOGTEXT, STRING_ARRAY, [text])
     for script, (tag, prog_tag) in _SCRIPTS.items():
-        if script in info.scripts:
+        if info.scripts.get(script) == rpm_policy.LDCONFIG_ONLY:
+            h.add(prog_tag, STRING_ARRAY, [rpm_policy.LDCONFIG])
+        elif script in info.scripts:
             h.add(tag, STRING, info.scripts[script])
             h.add(prog_tag, STRING_ARRAY, ["/bin/sh"])
     _add_relations(h, info)
@@ -328,7 +330,7 @@ def _add_files(h: _HeaderBuilder, entries: tuple[Entry, ...], digests) -> None:
     h.add(FILEMTIMES, INT32, [e.mtime for e in entries])
     h.add(FILEDIGESTS, STRING_ARRAY, [digests[e.path] if e.is_file else "" for e in entries])
     h.add(FILELINKTOS, STRING_ARRAY, [e.target if e.kind == "symlink" else "" for e in entries])
-    h.add(FILEFLAGS, INT32, [0] * n)
+    h.add(FILEFLAGS, INT32, [rpm_policy.file_flags(e) for e in entries])
     h.add(FILEUSERNAME, STRING_ARRAY, ["root"] * n)
     h.add(FILEGROUPNAME, STRING_ARRAY, ["root"] * n)
     h.add(FILEVERIFYFLAGS, INT32, [0xFFFFFFFF] * n)

@@ -4,8 +4,9 @@ and the packaging guidelines add, and rpmlint checks):
 - shared libraries installed with mode 0755 (rpm's find-debuginfo and
   ldconfig tooling look for executable .so files; Debian wants 0644, so only RPMs);
 - ``/sbin/ldconfig`` run after install and after removal by a package that puts a
-  shared library in a directory the dynamic linker searches, with
-  ``Requires(post)`` and ``Requires(postun)`` on it;
+  versioned shared library (libNAME.so.N) in a library directory (``lib`` or
+  ``lib64``: /usr/lib64, or a prefix's lib that an ld.so.conf.d file adds to the
+  linker path), with ``Requires(post)`` and ``Requires(postun)`` on it;
 - ``Requires(post)``/``Requires(postun)`` on update-alternatives for scriptlets
   that call it;
 - a ``Packager`` and a ``%changelog`` entry (generated from the version, the
@@ -25,9 +26,15 @@ from gfxpack.formats.payload import Entry
 # rpm's dependency sense flags for scriptlet-time requirements (rpmds.h).
 SCRIPT_POST, SCRIPT_PREUN, SCRIPT_POSTUN = 1 << 10, 1 << 11, 1 << 12
 LDCONFIG = "/sbin/ldconfig"
+# A scriptlet that only runs ldconfig is written as rpmbuild's ``%post -p /sbin/ldconfig``:
+# ldconfig is the interpreter, no shell is started.
+LDCONFIG_ONLY = f"{LDCONFIG}\n"
+# RPMFILE_CONFIG | RPMFILE_NOREPLACE: a file under /etc is %config(noreplace), so an
+# administrator's change survives an upgrade.
+CONFIG_NOREPLACE = 1 | 16
 ALTERNATIVES = "/usr/sbin/update-alternatives"
-# Directories the dynamic linker searches without configuration.
-LINKER_DIRS = frozenset(("/lib", "/lib64", "/usr/lib", "/usr/lib64"))
+# A versioned shared library in a library directory (what rpmlint's check matches).
+_LINKER_LIBRARY = re.compile(r".*/lib(64)?/lib[^/]+\.so\.[0-9][^/]*")
 _SHARED_LIBRARY = re.compile(r"lib[^/]*\.so(\.[0-9]+)*")
 _SCRIPT_FLAGS = {"postinst": SCRIPT_POST, "prerm": SCRIPT_PREUN, "postrm": SCRIPT_POSTUN}
 
@@ -36,26 +43,17 @@ def is_shared_library(entry: Entry) -> bool:
     return entry.kind == "file" and bool(_SHARED_LIBRARY.fullmatch(posixpath.basename(entry.path)))
 
 
-def _linker_dirs(entries: tuple[Entry, ...]) -> set[str]:
-    """The standard linker directories plus those the package's own
-    /etc/ld.so.conf.d/*.conf files add."""
-    dirs = set(LINKER_DIRS)
-    for entry in entries:
-        if entry.path.startswith("/etc/ld.so.conf.d/") and entry.data is not None:
-            for line in entry.data.decode(errors="replace").splitlines():
-                if line.strip().startswith("/"):
-                    dirs.add(line.strip().rstrip("/"))
-    return dirs
-
-
 def ships_linker_libraries(entries: tuple[Entry, ...]) -> bool:
-    dirs = _linker_dirs(entries)
-    return any(is_shared_library(e) and posixpath.dirname(e.path) in dirs for e in entries)
+    return any(e.kind == "file" and _LINKER_LIBRARY.fullmatch(e.path) for e in entries)
+
+
+def file_flags(entry: Entry) -> int:
+    return CONFIG_NOREPLACE if entry.kind == "file" and entry.path.startswith("/etc/") else 0
 
 
 def _with_ldconfig(script: str | None) -> str:
     if not script:
-        return f"{LDCONFIG}\n"
+        return LDCONFIG_ONLY
     if script.startswith("#!"):
         first, _, rest = script.partition("\n")
         return f"{first}\n{LDCONFIG}\n{rest}"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gfxpack.formats import PackageInfo, writer
-from gfxpack.formats.payload import Entry, with_parents
+from gfxpack.formats.payload import Entry
 from gfxpack.repo.inputs import INDEX, RepoError, digest
 from gfxpack.repo.trust import PublicKey
 
@@ -103,17 +103,21 @@ class SetupPackage:
             version=self.version,
             release="1",
             arch="all" if fmt == "deb" else "noarch",
-            summary=f"package repository configuration for {self.name}",
+            summary="Package repository configuration and its signing key",
             description=(
-                f"Configures the package manager to install from {self.url} and "
-                "installs the key that signs that repository."
+                "Configures the package manager to install from\n"
+                f"{self.url}\n"
+                "and installs the OpenPGP key that signs that repository."
             ),
+            homepage=self.url,
             maintainer="gfxpack <gfxpack@localhost>",
             license="MIT",
             group="System Environment/Base",
             section="admin",
             priority="optional",
-            entries=with_parents(files, mtime=mtime),
+            # Files only: the directories are the system's (dpkg's writer adds them to
+            # the archive; an RPM must not own /etc).
+            entries=tuple(sorted(files, key=lambda e: e.path)),
             prefix="/",
             mtime=mtime,
         )
