@@ -20,7 +20,12 @@ from gfxpack.cli.sign_cmd import sign_files
 from gfxpack.epoch import source_date_epoch
 from gfxpack.errors import GfxpackError
 from gfxpack.formats.rpmsign import same_contents
-from gfxpack.repo.setup_package import SetupPackage, write_index, write_setup_packages
+from gfxpack.repo.setup_package import (
+    SetupPackage,
+    check_base_url,
+    write_index,
+    write_setup_packages,
+)
 from gfxpack.repo.trust import APT_KEYRING, RPM_KEY, export_public_key, publish_key
 
 
@@ -115,6 +120,8 @@ def repo_command(
     epoch = source_date_epoch(os.environ, int(time.time()))
     out_path = Path(out)
     inputs = [Path(build) for build in builds]
+    if base_url:
+        check_base_url(base_url)
     key = export_public_key(sign_key, None) if sign_key else None
     setup = None
     if setup_package:

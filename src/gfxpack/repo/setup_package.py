@@ -28,6 +28,14 @@ _NAME = re.compile(r"[a-z0-9][a-z0-9+.-]*")
 _URL = re.compile(r"(https?|file)://[^\s\[\]]+")
 
 
+def check_base_url(url: str) -> None:
+    if not _URL.fullmatch(url):
+        raise RepoError(
+            f"--base-url {url!r}: an http://, https:// or file:// URL of the published "
+            "repository root is expected"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class SetupPackage:
     name: str  # the package name, also the repository id and the files' names
@@ -41,11 +49,7 @@ class SetupPackage:
                 f"--setup-package {self.name!r}: a package name of lower-case letters, "
                 "digits and +.- is expected"
             )
-        if not _URL.fullmatch(self.base_url):
-            raise RepoError(
-                f"--base-url {self.base_url!r}: an http://, https:// or file:// URL of the "
-                "published repository root is expected"
-            )
+        check_base_url(self.base_url)
 
     @property
     def url(self) -> str:
