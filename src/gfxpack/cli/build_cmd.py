@@ -28,6 +28,7 @@ from gfxpack.cli.common import (
 from gfxpack.cli.sign_cmd import sign_files
 from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
+from gfxpack.formats.changelog import parse_changelog
 from gfxpack.formats.compress import Compression
 from gfxpack.plan import Kind, Mode, plan
 
@@ -77,6 +78,14 @@ from gfxpack.plan import Kind, Mode, plan
     help="auto: kpack when a therock_manifest.json sets KPACK_SPLIT_ARTIFACTS, else single-arch.",
 )
 @click.option(
+    "--changelog",
+    "changelog_path",
+    type=click.Path(dir_okay=False),
+    help="RPM %changelog entries for every RPM, written as in a spec file "
+    "('* Tue Dec 01 2026 Name <email> - 8.2.1-1' lines, then '- change' lines). "
+    "Default: one entry generated from the version and the maintainer.",
+)
+@click.option(
     "--sign-key",
     metavar="FPR",
     help="gpg key (fingerprint or user id) that signs every .rpm (header, and header "
@@ -100,6 +109,7 @@ def build_command(
     compression,
     jobs,
     mode,
+    changelog_path,
     sign_key,
     quiet,
     strict,
@@ -123,6 +133,7 @@ def build_command(
         compression=Compression.parse(compression),
         jobs=jobs,
         epoch=build_module.source_date_epoch(os.environ),
+        changelog=parse_changelog(Path(changelog_path)) if changelog_path else (),
     )
     started = time.perf_counter()
     config = load_config(config_path)

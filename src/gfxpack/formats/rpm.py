@@ -249,10 +249,10 @@ def _main_header(info, entries, digests, compressed) -> _HeaderBuilder:
         h.add(URL, STRING, info.homepage)
     if info.maintainer:
         h.add(PACKAGER, STRING, info.maintainer)
-    when, author, text = rpm_policy.changelog(info)
-    h.add(CHANGELOGTIME, INT32, [when])
-    h.add(CHANGELOGNAME, STRING_ARRAY, [author])
-    h.add(CHANGELOGTEXT, STRING_ARRAY, [text])
+    changes = rpm_policy.changelog(info)
+    h.add(CHANGELOGTIME, INT32, [when for when, _, _ in changes])
+    h.add(CHANGELOGNAME, STRING_ARRAY, [author for _, author, _ in changes])
+    h.add(CHANGELOGTEXT, STRING_ARRAY, [text for _, _, text in changes])
     for script, (tag, prog_tag) in _SCRIPTS.items():
         if info.scripts.get(script) == rpm_policy.LDCONFIG_ONLY:
             h.add(prog_tag, STRING_ARRAY, [rpm_policy.LDCONFIG])

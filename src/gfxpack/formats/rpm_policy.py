@@ -84,15 +84,20 @@ def script_requirements(info: PackageInfo) -> list[tuple[str, int]]:
     return sorted(wanted.items())
 
 
-def changelog(info: PackageInfo) -> tuple[int, str, str]:
-    """(time, author line, text) of the generated %changelog entry. rpm keeps a day:
-    the time is noon UTC of SOURCE_DATE_EPOCH's date, never after the build time."""
+def changelog(info: PackageInfo) -> tuple[tuple[int, str, str], ...]:
+    """The %changelog entries (time, author line, text): the given ones, or one generated
+    from the version, the maintainer and SOURCE_DATE_EPOCH. rpm keeps a day: the
+    generated time is noon UTC of that date, never after the build time."""
+    if info.changelog:
+        return info.changelog
     day = info.mtime - info.mtime % 86400
     when = min(day + 12 * 3600, info.mtime) if info.mtime else 0
     author = info.maintainer or "gfxpack"
     stamp = time.strftime("%Y-%m-%d", time.gmtime(when))
     return (
-        when,
-        f"{author} - {info.version}-{info.release}",
-        f"- {info.name} {info.version}-{info.release}, packaged by gfxpack on {stamp}",
+        (
+            when,
+            f"{author} - {info.version}-{info.release}",
+            f"- {info.name} {info.version}-{info.release}, packaged by gfxpack on {stamp}",
+        ),
     )
