@@ -5,7 +5,8 @@ STAMP  := $(VENV)/.installed
 # Debian tools the tests drive: command -> package.
 DEB_TOOLS := dot:graphviz rpm:rpm rpmkeys:rpm rpm2cpio:rpm2cpio cpio:cpio lintian:lintian \
 	gpg:gpg gpgv:gpgv apt-get:apt chromium:chromium dnf:dnf strace:strace \
-	hipcc:hipcc clang-offload-bundler-15:clang-tools-15 readelf:binutils
+	hipcc:hipcc clang-offload-bundler-15:clang-tools-15 readelf:binutils \
+	zypper:zypper rpmlint:rpmlint unshare:util-linux
 
 .PHONY: demo test lint bench fuzz realworld system-tools clean
 
@@ -34,11 +35,20 @@ demo: $(STAMP) system-tools
 	    --rocm-version 8.2.0 --format tree --package amdrocm-blas --quiet
 	$(PY) examples/generate_artifacts.py $(DEMO)/artifacts
 	$(VENV)/bin/gfxpack kpack list '$(DEMO)/artifacts/blas_lib_gfx942/math-libs/BLAS/hipBLAS/stage/.kpack/blas_lib_gfx942.kpack'
-	rm -rf $(DEMO)/packages
-	$(VENV)/bin/gfxpack build --config examples/package.json --artifacts $(DEMO)/artifacts \
-	    --out $(DEMO)/packages --rocm-version 8.2.0
+	rm -rf $(DEMO)/packages $(DEMO)/gnupg
+	# A throwaway signing key (a release uses its own: --sign-key FINGERPRINT).
+	mkdir -m 700 -p $(DEMO)/gnupg
+	GNUPGHOME=$(DEMO)/gnupg gpg --batch --quiet --passphrase '' --quick-gen-key \
+	    'gfxpack demo <demo@example.invalid>' rsa3072 sign never 2>/dev/null
+	GNUPGHOME=$(DEMO)/gnupg $(VENV)/bin/gfxpack build --config examples/package.json \
+	    --artifacts $(DEMO)/artifacts --out $(DEMO)/packages --rocm-version 8.2.0 \
+	    --sign-key demo@example.invalid
 	rm -rf $(DEMO)/repo
-	$(VENV)/bin/gfxpack repo --in $(DEMO)/packages --out $(DEMO)/repo
+	# Signed indexes and the public key in the repository; then the lines that set up
+	# apt and dnf for it.
+	GNUPGHOME=$(DEMO)/gnupg $(VENV)/bin/gfxpack repo --in $(DEMO)/packages --out $(DEMO)/repo \
+	    --sign-key demo@example.invalid
+	gpgconf --homedir $(DEMO)/gnupg --kill all
 	$(VENV)/bin/gfxpack verify --repo $(DEMO)/repo --install amdrocm-core8.2-gfx942 --format deb
 	$(VENV)/bin/gfxpack verify --repo $(DEMO)/repo --install amdrocm-core --quiet
 	$(VENV)/bin/gfxpack why --repo $(DEMO)/repo --install amdrocm-dnn8.2-gfx942 \

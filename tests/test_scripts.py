@@ -40,14 +40,16 @@ def test_only_versioned_variants_of_postinstall_bases_carry_scripts(release):
 def test_scripts_are_valid_shell_naming_the_prefix_and_the_siblings(release, fmt):
     package = release.by_key["amdrocm-core8.2-gfx942"]
     scripts = scripts_for(release, package, fmt, EPOCH)
-    assert sorted(scripts) == ["postinst", "prerm"]
+    # dpkg deregisters before removal (prerm); rpm after it (%postun), as its guidelines ask.
+    removal = "prerm" if fmt is DEB else "postrm"
+    assert sorted(scripts) == sorted(["postinst", removal])
     for text in scripts.values():
         subprocess.run(["sh", "-n"], input=text, text=True, check=True)
     assert release.prefix in scripts["postinst"]
     assert f" {priority('8.2.0', EPOCH)}" in scripts["postinst"]
     siblings = [p.name(fmt) for p in release.family("amdrocm-core") if p.key != package.key]
-    named = [name for name in siblings if name in scripts["prerm"]]
-    assert named and "amdrocm-core" not in scripts["prerm"].split()  # not the alias
+    named = [name for name in siblings if name in scripts[removal]]
+    assert named and "amdrocm-core" not in scripts[removal].split()  # not the alias
 
 
 def test_each_format_relocates_the_way_its_tools_do(release):
@@ -55,5 +57,5 @@ def test_each_format_relocates_the_way_its_tools_do(release):
     deb = scripts_for(release, package, DEB, EPOCH)
     rpm = scripts_for(release, package, RPM, EPOCH)
     assert "DPKG_ROOT" in deb["postinst"] and "dpkg-query" in deb["prerm"]
-    assert "RPM_INSTALL_PREFIX0" in rpm["postinst"] and "rpm -q" in rpm["prerm"]
+    assert "RPM_INSTALL_PREFIX0" in rpm["postinst"] and "rpm -q" in rpm["postrm"]
     assert "DPKG_ROOT" not in rpm["postinst"]

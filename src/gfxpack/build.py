@@ -61,6 +61,7 @@ class BuildOptions:
     compression: Compression = field(default_factory=Compression)
     jobs: int = os.cpu_count() or 1
     epoch: int = DEFAULT_EPOCH
+    changelog: tuple[tuple[int, str, str], ...] = ()  # RPM %changelog (--changelog)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +112,7 @@ def package_info(
         scripts=scripts_for(plan, package, fmt, options.epoch),
         mtime=options.epoch,
         compression=options.compression,
+        changelog=options.changelog,
         **rendered,
     )
 

@@ -18,6 +18,7 @@ from gfxpack.build import BuildOptions, BuiltFile, build
 from gfxpack.config import Config, load_config
 from gfxpack.formats.payload import Entry
 from gfxpack.plan import Mode, PlanOptions, ReleasePlan, plan
+from gfxpack.sign import sign_built
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,9 @@ class ReleaseOptions:
     # KPACK_SPLIT_ARTIFACTS, else single-arch. False keeps plan.mode.
     detect_mode: bool = False
     build: BuildOptions = field(default_factory=BuildOptions)
+    # gpg key (fingerprint or user id; GNUPGHOME applies) that signs every package of a
+    # format that signs its packages (RPM) once built; None: unsigned.
+    sign_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,11 @@ def build_release(
     on_built: Callable[[BuiltFile, int, int], None] | None = None,
     on_note: Callable[[str], None] | None = None,
 ) -> tuple[Release, list[BuiltFile]]:
-    """:func:`prepare`, then build every package into ``out``; ``on_built`` hears of each
-    package as it is written, ``on_note`` of what was removed from or left in ``out``."""
+    """:func:`prepare`, then build every package into ``out`` (and sign them with
+    ``options.sign_key``); ``on_built`` hears of each package as it is written,
+    ``on_note`` of what was removed from or left in ``out``."""
     release = prepare(config_path, artifacts, options, on_planned)
     built = build(release.plan, release.routed, Path(out), options.build, on_built, on_note)
+    if options.sign_key:
+        built = sign_built(Path(out), built, options.sign_key)
     return release, built

@@ -49,3 +49,30 @@ def export_key(home: str, fingerprint: str, path: Path, armor: bool = False) -> 
     command = ["gpg", "--homedir", home, "--export", *(["--armor"] if armor else []), fingerprint]
     path.write_bytes(subprocess.run(command, capture_output=True, check=True).stdout)
     return path
+
+
+@pytest.fixture(scope="session")
+def rsa_key(tmp_path_factory):
+    """A throwaway gpg home with an RSA signing key; yields a tests.verify.signed.Key."""
+    from tests.verify.signed import make_rsa_key
+
+    home = tmp_path_factory.mktemp("gnupg-rsa")
+    yield make_rsa_key(home)
+    subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False)
+
+
+@pytest.fixture(scope="session")
+def signed_repo(rsa_key, example_release, tmp_path_factory):
+    """The example 8.2.0 with signed RPMs, published with --sign-key, --setup-package
+    and --base-url, served on 127.0.0.1; yields (url, repository root). A test may
+    publish a later release into it."""
+    from tests.verify.helpers import serve
+    from tests.verify.signed import publish_signed, signed_build
+
+    base = tmp_path_factory.mktemp("signed-repo")
+    repo = base / "repo"
+    repo.mkdir()
+    with serve(repo) as url:
+        build = signed_build(rsa_key, example_release.out, base / "build-8.2.0")
+        publish_signed(rsa_key, build, repo, url)
+        yield url, repo

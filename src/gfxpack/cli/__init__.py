@@ -49,6 +49,7 @@ from gfxpack.cli import (  # noqa: E402, F401
     plan_cmd,
     repo_cmd,
     report_cmd,
+    sign_cmd,
     split_cmd,
     verify_cmd,
     why_cmd,

@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
@@ -29,6 +30,7 @@ from gfxpack.cli.common import (
 )
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import FORMATS
+from gfxpack.formats.changelog import parse_changelog
 from gfxpack.formats.compress import Compression
 from gfxpack.plan import Kind, Mode, ReleasePlan
 from gfxpack.release import ReleaseOptions, build_release
@@ -80,6 +82,20 @@ OnBuilt = Callable[[BuiltFile, int, int], None]
     type=click.Choice(["auto", *(m.value for m in Mode)]),
     help="auto: kpack when a therock_manifest.json sets KPACK_SPLIT_ARTIFACTS, else single-arch.",
 )
+@click.option(
+    "--changelog",
+    "changelog_path",
+    type=click.Path(dir_okay=False),
+    help="RPM %changelog entries for every RPM, written as in a spec file "
+    "('* Tue Dec 01 2026 Name <email> - 8.2.1-1' lines, then '- change' lines). "
+    "Default: one entry generated from the version and the maintainer.",
+)
+@click.option(
+    "--sign-key",
+    metavar="FPR",
+    help="gpg key (fingerprint or user id) that signs every .rpm (header, and header "
+    "with payload, as rpmsign does); .deb files stay unsigned. gpg's GNUPGHOME applies.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No notes and no progress, only the summary.")
 @strict_option
 @reports_errors
@@ -98,6 +114,8 @@ def build_command(
     compression: str,
     jobs: int,
     mode: str,
+    changelog_path: str | None,
+    sign_key: str | None,
     quiet: bool,
     strict: bool,
 ) -> None:
@@ -121,6 +139,7 @@ def build_command(
         compression=Compression.parse(compression),
         jobs=jobs,
         epoch=build_module.source_date_epoch(os.environ),
+        changelog=parse_changelog(Path(changelog_path)) if changelog_path else (),
     )
     detect_mode = mode == "auto"
     options = ReleaseOptions(
@@ -136,6 +155,7 @@ def build_command(
         ),
         detect_mode=detect_mode,
         build=build_options,
+        sign_key=sign_key or None,
     )
     started = time.perf_counter()
 

@@ -4,16 +4,28 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 
 import click
 
 from gfxpack import repo as repo_module
+from gfxpack.build import source_date_epoch as build_epoch
 from gfxpack.cli import cli
 from gfxpack.cli.common import reports_errors, strict_option
 from gfxpack.epoch import source_date_epoch
+from gfxpack.errors import GfxpackError
 from gfxpack.formats import FORMATS, format_named
+from gfxpack.repo.setup_package import (
+    SetupPackage,
+    check_base_url,
+    setup_lines,
+    write_index,
+    write_setup_packages,
+)
+from gfxpack.repo.trust import export_public_key, publish_key
+from gfxpack.sign import sign_unless_published
 
 
 def _warn(message: str) -> None:
@@ -49,6 +61,25 @@ def _warn(message: str) -> None:
     "GNUPGHOME applies.",
 )
 @click.option(
+    "--base-url",
+    metavar="URL",
+    help="Where OUT will be served (https://example.com/rocm): the printed setup lines "
+    "and the setup package use BASE/apt and BASE/rpm. Default: OUT as a file: URL.",
+)
+@click.option(
+    "--setup-package",
+    metavar="NAME",
+    help="Also publish a package NAME of each format that configures apt (a .sources "
+    "file with Signed-By) or dnf and zypper (a .repo file with gpgcheck=1 and "
+    "repo_gpgcheck=1) for --base-url and installs the signing key. Needs --sign-key.",
+)
+@click.option(
+    "--setup-version",
+    default="1.0",
+    show_default=True,
+    help="Version of the setup package; raise it when --base-url or the key changes.",
+)
+@click.option(
     "--wait/--no-wait",
     default=True,
     show_default=True,
@@ -63,6 +94,9 @@ def repo_command(
     out: str,
     suite: str,
     sign_key: str | None,
+    base_url: str | None,
+    setup_package: str | None,
+    setup_version: str,
     wait: bool,
     as_json: bool,
     strict: bool,
@@ -84,16 +118,35 @@ def repo_command(
     """
     epoch = source_date_epoch(os.environ, int(time.time()))
     out_path = Path(out)
-    results = repo_module.publish(
-        [Path(build) for build in builds],
-        out_path,
-        suite,
-        epoch,
-        sign_key,
-        warn=_warn,
-        wait=wait,
-        strict=strict,
-    )
+    inputs = [Path(build) for build in builds]
+    if base_url:
+        check_base_url(base_url)
+    key = export_public_key(sign_key, None) if sign_key else None
+    setup = None
+    if setup_package:
+        if sign_key is None or key is None or not base_url:
+            raise GfxpackError("--setup-package needs --sign-key and --base-url")
+        setup = SetupPackage(setup_package, base_url, suite, setup_version)
+        setup.check()
+    setup_files = {}
+    with tempfile.TemporaryDirectory(prefix="gfxpack-setup-") as scratch:
+        if setup is not None and key is not None and sign_key is not None:
+            made = Path(scratch)
+            setup_files = write_setup_packages(setup, key, FORMATS, made, build_epoch(os.environ))
+            for fmt, path in setup_files.items():
+                if fmt.signs_packages:
+                    pooled = fmt.pool(out_path / fmt.repo_dir) / path.name
+                    sign_unless_published(path, pooled, sign_key)
+            write_index(made, setup_files.values())
+            inputs.append(made)
+        results = repo_module.publish(
+            inputs, out_path, suite, epoch, sign_key, warn=_warn, wait=wait, strict=strict
+        )
+    published = [fmt for fmt in FORMATS if any(r["format"] == fmt.name for r in results)]
+    keys = publish_key(out_path, key, published) if key is not None else {}
+    lines = setup_lines(out_path, base_url, suite, keys, setup, setup_files, published)
+    for result in results:
+        result["setup"] = lines.get(format_named(result["format"]), "")
     if as_json:
         click.echo(json.dumps(results, indent=2))
         return
@@ -107,8 +160,5 @@ def repo_command(
                 else ""
             )
         )
-    published = {r["format"] for r in results}
-    for fmt in FORMATS:
-        if fmt.name in published:
-            root = (out_path / fmt.repo_dir).resolve()
-            click.echo("  " + fmt.source_line(root, suite, bool(sign_key)))
+    for fmt, line in lines.items():
+        click.echo(f"  {fmt.client}:  {line}")

@@ -45,6 +45,9 @@ class PackageInfo:
     scripts: Mapping[str, str] = field(default_factory=dict)  # preinst, postinst, prerm, postrm
     mtime: int = 0  # SOURCE_DATE_EPOCH
     compression: Compression = field(default_factory=Compression)
+    # RPM %changelog entries (time, author and version, text), newest first; empty: one
+    # is generated from the version and the maintainer.
+    changelog: tuple[tuple[int, str, str], ...] = ()
 
     @property
     def full_version(self) -> str:

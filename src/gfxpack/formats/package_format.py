@@ -17,6 +17,7 @@ True
 from __future__ import annotations
 
 import abc
+import filecmp
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -34,7 +35,9 @@ if TYPE_CHECKING:
     from gfxpack.formats.scripts import Alternative
     from gfxpack.inventory import Package
     from gfxpack.repo.inputs import InputFile
+    from gfxpack.repo.setup_package import SetupPackage
     from gfxpack.repo.transaction import Transaction
+    from gfxpack.repo.trust import PublicKey
     from gfxpack.verify.integrity import Keyring
     from gfxpack.verify.universe import DepIds, Universe
 
@@ -93,6 +96,14 @@ class PackageFormat(abc.ABC):
     # Debian architecture names as libsolv's (RPM) architecture policy knows them
     solv_arches: Mapping[str, str]
     repo_dir: str  # the directory gfxpack repo makes for it: apt / rpm
+    client: str  # the package manager its setup line is for: apt / dnf
+    noarch: str  # the architecture of a package for every machine: all / noarch
+    # where a signed repository publishes its public key, relative to the repository
+    # root, and whether ASCII-armored (rpm's gpgkey=) or binary (apt's signed-by=)
+    key_file: str
+    armored_key: bool
+    # its packages carry their own signature (RPM); else only the repository is signed
+    signs_packages: bool
     repo_marker: str  # what marks a repository of it: dists / repodata
     file_lists: str  # the index saying which files packages install: Contents / filelists
     # libsolv prints this format's relation syntax itself (no rendering to remember)
@@ -185,6 +196,15 @@ class PackageFormat(abc.ABC):
     def read_inventory_package(self, path: Path, kind: str | None, download: int) -> Package:
         """One package file as an inventory (diff) entry: its names, relations, files."""
 
+    @abc.abstractmethod
+    def sign_package(self, path: Path, key: str, gnupghome: str | None) -> None:
+        """Sign the package file at ``path`` in place with gpg's ``key`` (only when
+        :attr:`signs_packages`)."""
+
+    @abc.abstractmethod
+    def same_package(self, one: Path, other: Path) -> bool:
+        """Whether two package files hold the same package, whatever their signatures."""
+
     # -- repositories --------------------------------------------------------------------
 
     @abc.abstractmethod
@@ -209,9 +229,38 @@ class PackageFormat(abc.ABC):
         """Undo what an interrupted run left in the repository at ``root`` beyond partial
         files (which every repository leaves alike); ``note`` tells what it restored."""
 
+    def key_path(self, root: Path) -> Path:
+        """Where the repository root ``root`` holds the key that signs this format's
+        repository."""
+        return root / self.key_file
+
+    def key_bytes(self, key: PublicKey) -> bytes:
+        """The public key as this format's package manager reads it."""
+        return key.armored if self.armored_key else key.binary
+
     @abc.abstractmethod
-    def source_line(self, root: Path, suite: str, signed: bool) -> str:
-        """How a user points their package manager at the repository at ``root``."""
+    def setup_line(
+        self, base: str, served: bool, root: Path, suite: str, key: Path | None, name: str
+    ) -> str:
+        """One shell command line (run as root) that points the package manager at the
+        repository published under ``root``, served at ``base`` (``served``: a --base-url,
+        else ``base`` is ``root`` as a file:// URL), checked with the published ``key``
+        (None: unsigned); ``name`` names the sources entry."""
+
+    def setup_package_line(self, base: str, package_file: str) -> str:
+        """One shell command line (run as root) that installs the repository's setup
+        package ``package_file`` from the repository served at ``base``."""
+        url = f"{base}/{self.pool(Path(self.repo_dir)).as_posix()}/{package_file}"
+        return self._install_from_url(url, package_file)
+
+    @abc.abstractmethod
+    def _install_from_url(self, url: str, package_file: str) -> str: ...
+
+    @abc.abstractmethod
+    def setup_files(self, setup: SetupPackage, key: PublicKey) -> list[tuple[str, bytes]]:
+        """(path, contents) of what the repository's setup package installs: the
+        sources entry and the signing key where this format's package manager reads
+        them."""
 
     @abc.abstractmethod
     def load_repository(
@@ -270,9 +319,40 @@ class _Deb(PackageFormat):
 
         apt.recover(root)
 
-    def source_line(self, root: Path, suite: str, signed: bool) -> str:
-        trust = "signed-by=<your keyring>" if signed else "trusted=yes"
-        return f"apt:  deb [{trust}] file:{root} {suite} main"
+    def sign_package(self, path: Path, key: str, gnupghome: str | None) -> None:
+        raise GfxpackError(f"{path}: DEB packages are not signed (apt checks the repository)")
+
+    def same_package(self, one: Path, other: Path) -> bool:
+        return filecmp.cmp(one, other, shallow=False)
+
+    def setup_line(
+        self, base: str, served: bool, root: Path, suite: str, key: Path | None, name: str
+    ) -> str:
+        fetch = ""
+        if key is not None and served:
+            keyring = f"/usr/share/keyrings/{key.name}"
+            fetch = f"curl -fsSLo {keyring} {base}/{self.key_file} && "
+        else:
+            keyring = str(key.resolve()) if key is not None else ""
+        trust = f"signed-by={keyring}" if keyring else "trusted=yes"
+        url = f"{base}/{self.repo_dir}" if served else f"file:{(root / self.repo_dir).resolve()}"
+        return (
+            f"{fetch}echo 'deb [{trust}] {url} {suite} main' "
+            f"| tee /etc/apt/sources.list.d/{name}.list && apt-get update"
+        )
+
+    def _install_from_url(self, url: str, package_file: str) -> str:
+        # apt-get installs a local file only: fetched first.
+        return (
+            f"curl -fsSLo /tmp/{package_file} {url} && "
+            f"apt-get install -y /tmp/{package_file} && apt-get update"
+        )
+
+    def setup_files(self, setup: SetupPackage, key: PublicKey) -> list[tuple[str, bytes]]:
+        return [
+            (f"/etc/apt/sources.list.d/{setup.name}.sources", setup.sources_text().encode()),
+            (setup.keyring_path, self.key_bytes(key)),
+        ]
 
     def load_repository(
         self, universe: Universe, suite: str | None, deps: DepIds, keyring: Keyring | None
@@ -329,8 +409,39 @@ class _Rpm(PackageFormat):
 
         rpmmd.recover(root, note)
 
-    def source_line(self, root: Path, suite: str, signed: bool) -> str:
-        return f"dnf:  baseurl=file://{root}"
+    def sign_package(self, path: Path, key: str, gnupghome: str | None) -> None:
+        from gfxpack.formats import rpmsign
+
+        rpmsign.sign_rpm(path, key, gnupghome)
+
+    def same_package(self, one: Path, other: Path) -> bool:
+        from gfxpack.formats import rpmsign
+
+        return rpmsign.same_contents(one, other)
+
+    def setup_line(
+        self, base: str, served: bool, root: Path, suite: str, key: Path | None, name: str
+    ) -> str:
+        checks = (
+            f"gpgcheck=1\\nrepo_gpgcheck=1\\ngpgkey={base}/{self.key_file}"
+            if key is not None
+            else "gpgcheck=0"
+        )
+        return (
+            f"printf '[{name}]\\nname={name}\\nbaseurl={base}/{self.repo_dir}\\n{checks}\\n' "
+            f"| tee /etc/yum.repos.d/{name}.repo"
+        )
+
+    def _install_from_url(self, url: str, package_file: str) -> str:
+        return f"dnf install -y {url}"
+
+    def setup_files(self, setup: SetupPackage, key: PublicKey) -> list[tuple[str, bytes]]:
+        repo = setup.repo_text().encode()
+        return [
+            (f"/etc/yum.repos.d/{setup.name}.repo", repo),  # dnf
+            (f"/etc/zypp/repos.d/{setup.name}.repo", repo),  # zypper
+            (setup.rpm_key_path, self.key_bytes(key)),
+        ]
 
     def load_repository(
         self, universe: Universe, suite: str | None, deps: DepIds, keyring: Keyring | None
@@ -358,6 +469,11 @@ DEB: PackageFormat = _Deb(
     arch_attribute="architecture",
     solv_arches={"amd64": "x86_64", "all": "noarch", "arm64": "aarch64", "i386": "i686"},
     repo_dir="apt",
+    client="apt",
+    noarch="all",
+    key_file="gfxpack-archive-keyring.gpg",
+    armored_key=False,
+    signs_packages=False,
     repo_marker="dists",
     file_lists="Contents",
     solv_prints_relations=False,
@@ -382,6 +498,11 @@ RPM: PackageFormat = _Rpm(
     arch_attribute="build_arch",
     solv_arches={},
     repo_dir="rpm",
+    client="dnf",
+    noarch="noarch",
+    key_file="rpm/RPM-GPG-KEY-gfxpack",
+    armored_key=True,
+    signs_packages=True,
     repo_marker="repodata",
     file_lists="filelists",
     solv_prints_relations=True,

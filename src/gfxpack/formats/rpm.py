@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gfxpack._io import HashingWriter, Writable
-from gfxpack.formats import PackageInfo
+from gfxpack.formats import PackageInfo, rpm_policy
 from gfxpack.formats.compress import compressing
 from gfxpack.formats.payload import (
     Entry,
@@ -83,6 +83,7 @@ PAYLOADFORMAT, PAYLOADCOMPRESSOR, PAYLOADFLAGS = 1124, 1125, 1126
 FILEDIGESTALGO, RECOMMENDNAME, RECOMMENDVERSION, RECOMMENDFLAGS = 5011, 5046, 5047, 5048
 SUGGESTNAME, SUGGESTVERSION, SUGGESTFLAGS, ENCODING = 5049, 5050, 5051, 5062
 PAYLOADDIGEST, PAYLOADDIGESTALGO = 5092, 5093
+PACKAGER, CHANGELOGTIME, CHANGELOGNAME, CHANGELOGTEXT = 1015, 1080, 1081, 1082
 
 _SCRIPTS = {
     "preinst": (PREIN, PREINPROG),
@@ -172,6 +173,7 @@ def _encode(kind: int, value: Any) -> tuple[bytes, int]:
 
 
 def write(info: PackageInfo, out: Writable) -> None:
+    info = rpm_policy.apply(info)
     entries = info.entries
     with tempfile.TemporaryFile() as payload:
         compressed = HashingWriter(payload, "sha256")
@@ -228,8 +230,16 @@ def _main_header(
         h.add(VENDOR, STRING, info.vendor)
     if info.homepage:
         h.add(URL, STRING, info.homepage)
+    if info.maintainer:
+        h.add(PACKAGER, STRING, info.maintainer)
+    changes = rpm_policy.changelog(info)
+    h.add(CHANGELOGTIME, INT32, [when for when, _, _ in changes])
+    h.add(CHANGELOGNAME, STRING_ARRAY, [author for _, author, _ in changes])
+    h.add(CHANGELOGTEXT, STRING_ARRAY, [text for _, _, text in changes])
     for script, (tag, prog_tag) in _SCRIPTS.items():
-        if script in info.scripts:
+        if info.scripts.get(script) == rpm_policy.LDCONFIG_ONLY:
+            h.add(prog_tag, STRING_ARRAY, [rpm_policy.LDCONFIG])
+        elif script in info.scripts:
             h.add(tag, STRING, info.scripts[script])
             h.add(prog_tag, STRING_ARRAY, ["/bin/sh"])
     _add_relations(h, info)
@@ -252,6 +262,7 @@ def _add_relations(h: _HeaderBuilder, info: PackageInfo) -> None:
         provides.append(Dependency(f"{info.name}({_ISA[info.arch]})", EQUAL, evr))
     provides += [parse_dependency(p) for p in info.provides]
     requires = [parse_dependency(r) for r in info.depends]
+    requires += [Dependency(name, flags) for name, flags in rpm_policy.script_requirements(info)]
     rpmlib = [
         ("rpmlib(CompressedFileNames)", "3.0.4-1"),
         ("rpmlib(FileDigests)", "4.6.0-1"),
@@ -310,7 +321,7 @@ def _add_files(h: _HeaderBuilder, entries: tuple[Entry, ...], digests: dict[str,
         STRING_ARRAY,
         [e.target if e.kind == EntryKind.SYMLINK else "" for e in entries],
     )
-    h.add(FILEFLAGS, INT32, [0] * n)
+    h.add(FILEFLAGS, INT32, [rpm_policy.file_flags(e) for e in entries])
     h.add(FILEUSERNAME, STRING_ARRAY, ["root"] * n)
     h.add(FILEGROUPNAME, STRING_ARRAY, ["root"] * n)
     h.add(FILEVERIFYFLAGS, INT32, [0xFFFFFFFF] * n)

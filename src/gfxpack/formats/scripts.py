@@ -70,7 +70,7 @@ exit 0
 def rpm_scripts(
     alternatives: list[Alternative], prefix: str, rank: int, siblings: list[str]
 ) -> dict[str, str]:
-    """%post and %preun (as postinst and prerm); the prefix may be relocated."""
+    """%post and %postun (as postinst and postrm); the prefix may be relocated."""
     ua = "update-alternatives"
     install = "\n".join(_install_commands(alternatives, rank, ua))
     remove = "\n    ".join(_remove_commands(alternatives, ua))
@@ -81,7 +81,9 @@ def rpm_scripts(
 {install}
 exit 0
 """
-    preun = f"""{head}
+    # Deregistered after removal (%postun), as the RPM packaging guidelines and rpmlint
+    # expect: the files are gone by then, the links are what is left to clean up.
+    postun = f"""{head}
 # $1 is how many instances remain: 0 on removal, 1 on upgrade.
 if [ "$1" = 0 ]; then
     kept=""
@@ -94,4 +96,4 @@ if [ "$1" = 0 ]; then
 fi
 exit 0
 """
-    return {"postinst": post, "prerm": preun}
+    return {"postinst": post, "postrm": postun}

@@ -1,0 +1,38 @@
+"""gfxpack sign: add OpenPGP signatures to built .rpm files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gfxpack.cli import cli
+from gfxpack.cli.common import reports_errors
+from gfxpack.sign import sign_packages
+
+
+@cli.command("sign")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--key",
+    "sign_key",
+    required=True,
+    metavar="FPR",
+    help="gpg key (fingerprint or user id) that signs; gpg's GNUPGHOME applies.",
+)
+@reports_errors
+def sign_command(files: tuple[str, ...], sign_key: str) -> None:
+    """Add OpenPGP signatures to .rpm FILES, as rpmsign --addsign does.
+
+    Each RPM gets a signature of its header and one of its header and payload,
+    made by gpg; signatures it already had are replaced. Check them with
+    `rpmkeys --import KEY && rpmkeys -K FILE`. .deb files are left unsigned:
+    apt checks the signed repository index instead. When a file sits in a
+    gfxpack build directory, its index.json is updated to the signed bytes.
+    """
+    signed = sign_packages([Path(f) for f in files], sign_key)
+    for path in signed:
+        click.echo(f"signed {path}")
+    skipped = len(files) - len(signed)
+    if skipped:
+        click.echo(f"{skipped} file(s) left unsigned (not .rpm)")

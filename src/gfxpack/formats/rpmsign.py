@@ -1,0 +1,233 @@
+"""OpenPGP signatures in an RPM's signature header, made by the system's gpg.
+
+rpm 4.18 (rpmsign --addsign) keeps two signatures beside the digests: one over
+the main header alone and one over the header and the compressed payload. Their
+tags depend on the key's algorithm: RSA keys use RSAHEADER (268) and PGP (1002),
+DSA and EdDSA keys use DSAHEADER (267) and GPG (1005). The main header and the
+payload are not touched, so a signed package is its unsigned build plus the
+signatures: reproducible apart from the signature bytes themselves.
+
+The file is rewritten under a temporary name beside it and renamed over it, so
+a failure leaves the unsigned package as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import BinaryIO
+
+from gfxpack._io import atomic_path
+from gfxpack.errors import GfxpackError
+from gfxpack.formats.rpm import (
+    BIN,
+    HEADER_MAGIC,
+    INT16,
+    INT32,
+    INT64,
+    LEAD_MAGIC,
+    SIG_REGION,
+    STRING,
+    STRING_ARRAY,
+    _HeaderBuilder,
+)
+
+LEAD_SIZE = 96
+SIG_DSA_HEADER, SIG_RSA_HEADER, SIG_PGP, SIG_GPG = 267, 268, 1002, 1005
+SIG_RESERVED_SPACE = 1008
+_OPENPGP_TAGS = (SIG_DSA_HEADER, SIG_RSA_HEADER, SIG_PGP, SIG_GPG, SIG_RESERVED_SPACE)
+# OpenPGP public-key algorithm ids (RFC 4880 9.1) whose signatures rpm files as RSA.
+_RSA_ALGORITHMS = (1, 3)
+# Bounds on what a signature header may claim before anything is read into memory.
+_MAX_ENTRIES = 1000
+_MAX_STORE = 64 << 20
+_SIZES = {INT16: 2, INT32: 4, INT64: 8}
+
+
+class SignError(GfxpackError):
+    """A package that cannot be signed; the message names the file."""
+
+
+class _Layout:
+    """Where the parts of an .rpm are: lead, signature header entries, main header, payload."""
+
+    def __init__(self, path: Path, file: BinaryIO) -> None:
+        self.lead = file.read(LEAD_SIZE)
+        if len(self.lead) != LEAD_SIZE or not self.lead.startswith(LEAD_MAGIC):
+            raise SignError(f"{path}: not an RPM package (no RPM lead)")
+        self.entries = _read_signature_entries(path, file)
+        self.header = _read_header(path, file)
+        self.payload_offset = file.tell()
+
+
+def _read_counts(path: Path, file: BinaryIO, what: str) -> tuple[int, int, bytes]:
+    intro = file.read(16)
+    if len(intro) != 16 or intro[:8] != HEADER_MAGIC:
+        raise SignError(f"{path}: the {what} header is missing or damaged (no header magic)")
+    count, store = struct.unpack(">ii", intro[8:])
+    if not 0 < count <= _MAX_ENTRIES or not 0 <= store <= _MAX_STORE:
+        raise SignError(
+            f"{path}: the {what} header claims {count} entries and {store} bytes "
+            f"(expected 1 to {_MAX_ENTRIES} entries, at most {_MAX_STORE} bytes)"
+        )
+    body = file.read(16 * count + store)
+    if len(body) != 16 * count + store:
+        raise SignError(f"{path}: the {what} header is cut short")
+    return count, store, intro + body
+
+
+def _read_header(path: Path, file: BinaryIO) -> bytes:
+    return _read_counts(path, file, "main")[2]
+
+
+def _read_signature_entries(path: Path, file: BinaryIO) -> list[tuple[int, int, object]]:
+    """(tag, type, value) of every signature header entry but the region."""
+    count, store_size, blob = _read_counts(path, file, "signature")
+    file.read(-store_size % 8)  # the signature header is padded to 8 bytes
+    store = blob[16 + 16 * count :]
+    entries: list[tuple[int, int, object]] = []
+    for number in range(count):
+        tag, kind, offset, items = struct.unpack_from(">iiii", blob, 16 + 16 * number)
+        if tag == SIG_REGION:
+            continue
+        if not 0 <= offset <= len(store) or not 0 < items <= len(store):
+            raise SignError(f"{path}: signature header entry {tag} points outside its data")
+        entries.append((tag, kind, _decode(path, tag, kind, store, offset, items)))
+    return entries
+
+
+def _decode(path: Path, tag: int, kind: int, store: bytes, offset: int, items: int) -> object:
+    if kind in _SIZES:
+        end = offset + _SIZES[kind] * items
+        if end > len(store):
+            raise SignError(f"{path}: signature header entry {tag} runs past its data")
+        code = {INT16: "H", INT32: "I", INT64: "Q"}[kind]
+        values = list(struct.unpack_from(f">{items}{code}", store, offset))
+        return values if items > 1 else values[0]
+    if kind == BIN:
+        if offset + items > len(store):
+            raise SignError(f"{path}: signature header entry {tag} runs past its data")
+        return store[offset : offset + items]
+    if kind in (STRING, STRING_ARRAY):
+        strings = []
+        for _ in range(items):
+            end = store.find(b"\0", offset)
+            if end < 0:
+                raise SignError(f"{path}: signature header entry {tag} has an unended string")
+            strings.append(store[offset:end].decode(errors="replace"))
+            offset = end + 1
+        return strings[0] if kind == STRING else strings
+    raise SignError(f"{path}: signature header entry {tag} has unknown data type {kind}")
+
+
+def _gpg_sign(parts: Iterable[bytes | Path], key: str, gnupghome: str | None, what: str) -> bytes:
+    """A binary detached signature over the concatenated ``parts`` (bytes, or a file
+    whose contents are streamed)."""
+    env = {**os.environ, **({"GNUPGHOME": gnupghome} if gnupghome else {})}
+    command = ["gpg", "--batch", "--yes", "--pinentry-mode", "loopback", "--local-user", key]
+    command += ["--digest-algo", "SHA256", "--detach-sign", "--output", "-"]
+    with tempfile.TemporaryFile() as errors:
+        try:
+            process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=env
+            )
+        except FileNotFoundError:
+            raise SignError(
+                "signing needs gpg, which is not installed (apt-get install gpg)"
+            ) from None
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            for part in parts:
+                if isinstance(part, Path):
+                    with open(part, "rb") as source:
+                        shutil.copyfileobj(source, process.stdin, 1 << 20)
+                else:
+                    process.stdin.write(part)
+            process.stdin.close()
+        except BrokenPipeError:
+            pass
+        signature = process.stdout.read()
+        status = process.wait()
+        errors.seek(0)
+        reason = errors.read().decode(errors="replace").strip().splitlines()
+    if status != 0 or not signature:
+        raise SignError(
+            f"gpg could not sign {what} with key {key}: "
+            f"{reason[-1] if reason else 'exit status ' + str(status)}"
+        )
+    return signature
+
+
+def _public_key_algorithm(signature: bytes) -> int:
+    """The public-key algorithm id of an OpenPGP signature packet (v4 or v3)."""
+    first = signature[0]
+    if first & 0x40:  # new packet format: one, two or five length octets
+        length_octet = signature[1]
+        start = 2 if length_octet < 192 else 3 if length_octet < 224 else 6
+    else:  # old format: the low two bits say one, two or four length octets
+        start = 1 + {0: 1, 1: 2, 2: 4}.get(first & 0x03, 0)
+    version = signature[start]
+    # v4: version, signature type, algorithm; v3: version, 5, type, time(4), key id(8), algorithm.
+    return signature[start + 2] if version >= 4 else signature[start + 15]
+
+
+def sign_rpm(path: Path, key: str, gnupghome: str | None = None) -> None:
+    """Add (or replace) the OpenPGP signatures of the .rpm at ``path``."""
+    try:
+        with open(path, "rb") as file:
+            layout = _Layout(path, file)
+    except OSError as e:
+        raise SignError(f"{path}: cannot read it ({e.strerror})") from None
+    header_only = _gpg_sign([layout.header], key, gnupghome, f"the header of {path}")
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.payload-")
+    payload_path = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as payload, open(path, "rb") as source:
+            source.seek(layout.payload_offset)
+            shutil.copyfileobj(source, payload, 1 << 20)
+        whole = _gpg_sign([layout.header, payload_path], key, gnupghome, str(path))
+        rsa = _public_key_algorithm(header_only) in _RSA_ALGORITHMS
+        signature = _HeaderBuilder()
+        for tag, kind, value in layout.entries:
+            if tag not in _OPENPGP_TAGS:
+                signature.add(tag, kind, value)
+        signature.add(SIG_RSA_HEADER if rsa else SIG_DSA_HEADER, BIN, header_only)
+        signature.add(SIG_PGP if rsa else SIG_GPG, BIN, whole)
+        blob = signature.build(SIG_REGION)
+        _replace(path, layout.lead, blob + b"\0" * (-len(blob) % 8), layout.header, payload_path)
+    finally:
+        payload_path.unlink(missing_ok=True)
+
+
+def same_contents(one: Path, other: Path) -> bool:
+    """Whether two .rpm files have the same main header and payload: the same package,
+    whatever their signatures."""
+    with open(one, "rb") as a, open(other, "rb") as b:
+        first, second = _Layout(one, a), _Layout(other, b)
+        if first.header != second.header:
+            return False
+        while True:
+            chunk = a.read(1 << 20)
+            if chunk != b.read(1 << 20):
+                return False
+            if not chunk:
+                return True
+
+
+def _replace(path: Path, *parts: bytes | Path) -> None:
+    """Write ``parts`` to a temporary file beside ``path`` (with its mode) and rename it
+    over ``path``."""
+    mode = path.stat().st_mode & 0o7777
+    with atomic_path(path) as temporary, open(temporary, "wb") as out:
+        os.fchmod(out.fileno(), mode)
+        for part in parts:
+            if isinstance(part, Path):
+                with open(part, "rb") as source:
+                    shutil.copyfileobj(source, out, 1 << 20)
+            else:
+                out.write(part)

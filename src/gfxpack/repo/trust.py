@@ -1,0 +1,57 @@
+"""The repository's public key, published beside the indexes it signs.
+
+apt reads a binary keyring named by ``signed-by``; dnf and zypper read an
+armored key named by ``gpgkey``. Both are exported from the signing key by gpg
+and written into the repository, so the setup lines printed by ``gfxpack repo``
+point at files that exist.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gfxpack._io import FILE_MODE, atomic_write
+from gfxpack.formats.package_format import PackageFormat
+from gfxpack.repo.inputs import RepoError
+
+
+@dataclass(frozen=True, slots=True)
+class PublicKey:
+    binary: bytes  # an OpenPGP keyring: what apt's signed-by takes
+    armored: bytes  # the same key ASCII-armored: what rpm --import and gpgkey= take
+
+
+def export_public_key(key: str, gnupghome: str | None) -> PublicKey:
+    """The public part of ``key``, as gpg exports it (no other key, no secret part)."""
+    env = {**os.environ, **({"GNUPGHOME": gnupghome} if gnupghome else {})}
+    exported = []
+    for armor in ([], ["--armor"]):
+        command = ["gpg", "--batch", "--export", "--export-options", "export-minimal", *armor]
+        try:
+            result = subprocess.run([*command, key], capture_output=True, env=env, check=False)
+        except FileNotFoundError:
+            raise RepoError("--sign-key needs gpg, which is not installed") from None
+        if result.returncode != 0 or not result.stdout:
+            raise RepoError(f"gpg has no public key {key} to publish (gpg --list-keys {key})")
+        exported.append(result.stdout)
+    return PublicKey(*exported)
+
+
+def publish_key(
+    out: Path, key: PublicKey, formats: Iterable[PackageFormat]
+) -> dict[PackageFormat, Path]:
+    """Write the key into the repository at ``out`` where each of ``formats`` publishes
+    it (mode 0644, replaced whole or not at all); format -> the file written."""
+    written: dict[PackageFormat, Path] = {}
+    for fmt in formats:
+        path = fmt.key_path(out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(path) as file:
+            os.fchmod(file.fileno(), FILE_MODE)
+            file.write(fmt.key_bytes(key))
+        written[fmt] = path
+    return written

@@ -1,0 +1,85 @@
+"""Signing built package files: each format signs its own kind (an RPM carries its
+signatures in its signature header; a DEB stays unsigned, as Debian signs the
+repository, not the package), and the build's ``index.json`` follows the new bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from gfxpack._io import FILE_MODE, atomic_write, file_digests
+from gfxpack.build import BuiltFile
+from gfxpack.formats.package_format import UnknownFormat, format_of_file
+from gfxpack.formats.rpmsign import SignError
+from gfxpack.outdir import INDEX
+
+
+def sign_packages(files: Sequence[Path], key: str, gnupghome: str | None = None) -> list[Path]:
+    """Sign every package of ``files`` whose format signs its packages (others are
+    skipped) and bring the size and sha256 in the ``index.json`` beside each signed
+    file up to date; the files signed."""
+    signed = []
+    for path in files:
+        try:
+            fmt = format_of_file(path.name)
+        except UnknownFormat:
+            continue
+        if not fmt.signs_packages:
+            continue
+        if path.is_symlink() or not path.is_file():
+            raise SignError(f"{path}: not a regular {fmt.extension} file")
+        fmt.sign_package(path, key, gnupghome)
+        signed.append(path)
+    for directory in sorted({p.parent for p in signed}):
+        _refresh_index(directory, {p.name for p in signed if p.parent == directory})
+    return signed
+
+
+def sign_built(
+    out: Path, built: Sequence[BuiltFile], key: str, gnupghome: str | None = None
+) -> list[BuiltFile]:
+    """Sign a build's packages in ``out`` (:func:`sign_packages`); ``built`` with the
+    signed files' sizes and digests."""
+    signed = {p.name for p in sign_packages([out / item.file for item in built], key, gnupghome)}
+    return [_measured(out, item) if item.file in signed else item for item in built]
+
+
+def sign_unless_published(package: Path, published: Path, key: str) -> None:
+    """Sign ``package``, unless the same package is published already as ``published``:
+    then that file is taken, since a signature differs each time it is made and a
+    published file never changes."""
+    fmt = format_of_file(package.name)
+    if published.is_file() and not published.is_symlink() and fmt.same_package(package, published):
+        shutil.copyfile(published, package)
+    else:
+        sign_packages([package], key)
+
+
+def _measured(out: Path, item: BuiltFile) -> BuiltFile:
+    size, (sha256,) = file_digests(out / item.file, "sha256")
+    return replace(item, size=size, sha256=sha256)
+
+
+def _refresh_index(directory: Path, names: set[str]) -> None:
+    """Rewrite the sizes and digests of ``names`` in directory/index.json, if it has one."""
+    index = directory / INDEX
+    if not index.is_file() or index.is_symlink():
+        return
+    try:
+        document = json.loads(index.read_bytes())
+        listed = document["files"]
+    except (ValueError, KeyError, TypeError):
+        raise SignError(
+            f"{index}: not a gfxpack build index; signed files are not recorded"
+        ) from None
+    for item in listed:
+        if isinstance(item, dict) and item.get("file") in names:
+            item["size"], (item["sha256"],) = file_digests(directory / item["file"], "sha256")
+    with atomic_write(index) as file:
+        os.fchmod(file.fileno(), FILE_MODE)
+        file.write((json.dumps(document, indent=2) + "\n").encode())

@@ -1,0 +1,69 @@
+"""gfxpack repo's published key and printed setup lines, and its refusals."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from gfxpack.cli import cli
+from gfxpack.formats import DEB, RPM
+from tests.verify.helpers import write_package
+
+
+def repo(home: str | None, *args: str):
+    env = {"GNUPGHOME": home} if home else {}
+    return CliRunner().invoke(cli, ["repo", *args], env=env)
+
+
+def test_signed_repo_publishes_the_key_its_setup_lines_name(gnupg, tmp_path):
+    home, fingerprint = gnupg
+    build = tmp_path / "build"
+    write_package(build, DEB, "tool")
+    write_package(build, RPM, "tool")
+    out = tmp_path / "repo"
+    result = repo(home, "--in", str(build), "--out", str(out), "--sign-key", fingerprint)
+    assert result.exit_code == 0, result.output
+    apt_line = next(line for line in result.stdout.splitlines() if line.startswith("  apt:"))
+    dnf_line = next(line for line in result.stdout.splitlines() if line.startswith("  dnf:"))
+    keyring = Path(re.search(r"signed-by=(\S+)\]", apt_line)[1])
+    assert keyring == (out / "gfxpack-archive-keyring.gpg").resolve()
+    gpgkey = re.search(r"gpgkey=file://(\S+?)\\n", dnf_line)[1]
+    assert Path(gpgkey) == (out / "rpm/RPM-GPG-KEY-gfxpack").resolve()
+    assert "gpgcheck=1" in dnf_line and "repo_gpgcheck=1" in dnf_line
+    # The published keys verify the repository's signatures (gpgv, not our reader).
+    release = out / "apt/dists/stable"
+    subprocess.run(["gpgv", "--keyring", str(keyring), str(release / "InRelease")], check=True)
+    dearmored = tmp_path / "rpm-key.gpg"
+    subprocess.run(
+        ["gpg", "--batch", "--yes", "--dearmor", "-o", str(dearmored), gpgkey], check=True
+    )
+    repomd = out / "rpm/repodata/repomd.xml"
+    subprocess.run(["gpgv", "--keyring", str(dearmored), f"{repomd}.asc", str(repomd)], check=True)
+    # The dnf line is a shell command whose printf writes a valid .repo section.
+    printf = re.search(r"printf '([^']*)'", dnf_line)[1]
+    section = subprocess.run(["printf", printf], capture_output=True, text=True).stdout
+    assert section.startswith("[gfxpack]\n") and f"baseurl=file://{out.resolve()}/rpm\n" in section
+
+
+def test_setup_package_options_are_checked_before_anything_is_written(gnupg, tmp_path):
+    home, fingerprint = gnupg
+    build = tmp_path / "build"
+    write_package(build, DEB, "tool")
+    out = tmp_path / "repo"
+    cases = [
+        ((), "--setup-package needs --sign-key and --base-url"),
+        (("--sign-key", fingerprint), "--setup-package needs --sign-key and --base-url"),
+        (("--sign-key", fingerprint, "--base-url", "ftp://x"), "--base-url 'ftp://x'"),
+    ]
+    for extra, message in cases:
+        result = repo(home, "--in", str(build), "--out", str(out), "--setup-package", "r", *extra)
+        assert result.exit_code == 1 and message in result.stderr, result.output
+    result = repo(
+        home, "--in", str(build), "--out", str(out), "--sign-key", fingerprint,
+        "--base-url", "http://127.0.0.1/x", "--setup-package", "Bad Name",
+    )  # fmt: skip
+    assert result.exit_code == 1 and "--setup-package 'Bad Name'" in result.stderr
+    assert not out.exists()
