@@ -47,7 +47,8 @@ demo: $(STAMP) system-tools
 	# Signed indexes and the public key in the repository; then the lines that set up
 	# apt and dnf for it.
 	GNUPGHOME=$(DEMO)/gnupg $(VENV)/bin/gfxpack repo --in $(DEMO)/packages --out $(DEMO)/repo \
-	    --sign-key demo@example.invalid
+	    --sign-key demo@example.invalid > $(DEMO)/repo.txt
+	cat $(DEMO)/repo.txt
 	gpgconf --homedir $(DEMO)/gnupg --kill all
 	$(VENV)/bin/gfxpack verify --repo $(DEMO)/repo --install amdrocm-core8.2-gfx942 --format deb
 	$(VENV)/bin/gfxpack verify --repo $(DEMO)/repo --install amdrocm-core --quiet
@@ -71,6 +72,10 @@ demo: $(STAMP) system-tools
 	    --symbols examples/dnn-provider/symbols.json --level error
 	$(VENV)/bin/gfxpack descriptors list-engines --installed $(DEMO)/root-deb --device gfx942 \
 	    --symbols examples/dnn-provider/symbols.json --level error
+	@echo
+	@echo "Above: the engines a gfx942 loads from the packages installed in $(DEMO)/root-deb."
+	@echo "Release report: $(DEMO)/report.html. To use the repository on this machine (as root):"
+	@grep -E '^  (apt|dnf):' $(DEMO)/repo.txt
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench examples
