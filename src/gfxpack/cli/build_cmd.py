@@ -18,7 +18,6 @@ from rich.table import Table
 
 from gfxpack import build as build_module
 from gfxpack.build import BuiltFile
-from gfxpack.cli import cli
 from gfxpack.cli.common import (
     plan_options,
     print_notes,
@@ -36,7 +35,7 @@ from gfxpack.release import ReleaseOptions, build_release
 OnBuilt = Callable[[BuiltFile, int, int], None]
 
 
-@cli.command("build")
+@click.command("build")
 @release_options
 @click.option(
     "--artifacts",

@@ -10,7 +10,6 @@ from pathlib import Path
 import click
 
 from gfxpack import repo as repo_module
-from gfxpack.cli import cli
 from gfxpack.cli.common import reports_errors, strict_option
 from gfxpack.epoch import source_date_epoch
 from gfxpack.formats import FORMATS, format_named
@@ -20,7 +19,7 @@ def _warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 
 
-@cli.command("repo")
+@click.command("repo")
 @click.option(
     "--in",
     "builds",
