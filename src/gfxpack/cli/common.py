@@ -32,8 +32,6 @@ SEPARATORS = re.compile(r"[\s,;]+")
 FORMAT_NAMES = [fmt.name for fmt in FORMATS]
 
 
-
-
 def as_format(
     _ctx: click.Context, _param: click.Parameter, value: str | None
 ) -> PackageFormat | None:

@@ -18,7 +18,6 @@ from typing import Any
 
 import click
 from click.shell_completion import CompletionItem
-from click.utils import make_default_short_help
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +27,10 @@ class Subcommand:
 
     location: str
     help: str
+
+    def short_help(self, limit: int) -> str:
+        """The help shortened to ``limit`` characters as click shortens a command's."""
+        return click.Command(None, help=self.help).get_short_help_str(limit)
 
     def load(self) -> click.Command:
         module_name, _, attribute = self.location.partition(":")
@@ -57,7 +60,7 @@ class LazyGroup(click.Group):
         rows = []
         for name in self.list_commands(ctx):
             if name in self.subcommands and name not in self.commands:
-                rows.append((name, make_default_short_help(self.subcommands[name].help, limit)))
+                rows.append((name, self.subcommands[name].short_help(limit)))
                 continue
             command = self.get_command(ctx, name)
             if command is not None and not command.hidden:

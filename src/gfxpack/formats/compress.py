@@ -13,11 +13,13 @@ import lzma
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-
-import zstandard
+from typing import TYPE_CHECKING
 
 from gfxpack._io import Writable, as_binary_file
 from gfxpack.errors import GfxpackError
+
+if TYPE_CHECKING:
+    import zstandard
 
 DEFAULT_LEVELS = {"zstd": 9, "xz": 6, "gzip": 9, "none": 0}
 LEVEL_RANGES = {"zstd": (1, 22), "xz": (0, 9), "gzip": (0, 9), "none": (0, 0)}
@@ -78,6 +80,10 @@ def compressing(out: Writable, compression: Compression, size_hint: int = 0) -> 
     """
     writer: zstandard.ZstdCompressionWriter | lzma.LZMAFile | gzip.GzipFile
     if compression.codec == "zstd":
+        # Imported here, not at the top: every command that names a package format
+        # imports this module, and only the writers compress.
+        import zstandard
+
         params = zstandard.ZstdCompressionParameters.from_level(
             compression.level, threads=-1, source_size=size_hint, write_checksum=True
         )
