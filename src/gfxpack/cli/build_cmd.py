@@ -13,7 +13,6 @@ from typing import NoReturn
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gfxpack import build as build_module
@@ -174,6 +173,16 @@ def _progress(quiet: bool) -> Iterator[OnBuilt | None]:
 
         yield plain
         return
+    # Imported here: only a terminal gets the bar, and pipelines (most builds) should
+    # not pay for importing it.
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
