@@ -16,6 +16,16 @@ Targets: the example release >= 20x faster than (b); faster than (a) and
 (c); within 1.5x of (d).
 
     python bench/build_speed.py [--level 19] [--jobs N] [--skip-upstream]
+
+``--floor-table`` instead measures what a pipeline pays per call: the example
+release scaled to about 10 MB, 70 MB and 1 GB of artifacts, at zstd:3 and
+zstd:9, gfxpack build (the CLI, start-up and routing included) for one format
+and for both, each against the floor on the same bytes: tar | zstd -L -T0 per
+package, with the same parallelism. Targets: one format <= 1.2x the floor,
+deb+rpm (two compressions of the payload) <= 2.2x. For reference it also times
+the whole release as a single tar | zstd stream, which pays no per-package cost.
+
+    python bench/build_speed.py --floor-table [--sizes small,medium,large] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -353,6 +364,120 @@ def compare(name: str, config: Path, artifacts: Path, work: Path, args) -> None:
         print(f"{label:<56} {seconds:>8.2f} {size / 2**20:>11.1f} {ratio:>14.2f}x  {verdict}")
 
 
+# --- the floor table: fixed costs at three sizes -----------------------------------------
+
+# The example release's file sizes scaled to about 10 MB, 70 MB and 1 GB of artifacts.
+SIZES = {"small": 0.19, "medium": 1.3, "large": 19.0}
+
+
+def scaled_workload(work: Path, scale: float) -> tuple[Path, Path]:
+    sys.path.insert(0, str(ROOT / "examples"))
+    from generate_artifacts import generate
+
+    artifacts = work / "artifacts"
+    generate(artifacts, EXAMPLE_CONFIG, ["gfx1100", "gfx942", "gfx950"], scale, 2026)
+    return EXAMPLE_CONFIG, artifacts
+
+
+def artifact_bytes(artifacts: Path) -> int:
+    return sum(p.stat().st_size for p in artifacts.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def run_build(
+    config: Path, artifacts: Path, out: Path, level: int, workers: int, formats: str
+) -> None:
+    shutil.rmtree(out, ignore_errors=True)
+    targets = ",".join(scan(artifacts).index.targets() or ["gfx942"])
+    sh(
+        [
+            tool("gfxpack") or "gfxpack",
+            "build",
+            *("--config", str(config), "--artifacts", str(artifacts), "--out", str(out)),
+            *("--rocm-version", "8.2.0", "--target", targets, "--format", formats),
+            *("--compression", f"zstd:{level}", "-j", str(workers), "-q"),
+        ]
+    )
+
+
+def best(runs: int, action) -> tuple[float, float]:
+    """The best wall time and the best CPU time (user + system, of every process the
+    action waited for) of ``runs`` runs. On a shared machine the CPU time is the
+    steadier figure: other people's work stretches wall time, not the CPU used."""
+    walls, cpus = [], []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        action()
+        walls.append(time.perf_counter() - started)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return min(walls), min(cpus)
+
+
+def floor_table(work: Path, sizes: list[str], levels: list[int], args) -> list[str]:
+    rows = [
+        "| release | artifacts | zstd | floor | deb | deb / floor (CPU) "
+        "| deb+rpm | deb+rpm / floor (CPU) | one-stream floor |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    print("\n".join(rows), flush=True)
+    for size in sizes:
+        config, artifacts = scaled_workload(work / size, SIZES[size])
+        total = artifact_bytes(artifacts)
+        for level in levels:
+            row = table_row(size, total, config, artifacts, level, work / size / f"z{level}", args)
+            rows.append(row)
+            print(row, flush=True)
+        shutil.rmtree(work / size, ignore_errors=True)
+    return rows
+
+
+def table_row(
+    size: str, total: int, config: Path, artifacts: Path, level: int, work: Path, args
+) -> str:
+    """One release at one level: the floor, gfxpack for deb, gfxpack for deb and rpm."""
+    debs = [job for job in stage(config, artifacts, work, level) if job["fmt"] == "deb"]
+    out = work / "out"
+
+    def floor_once() -> None:
+        shutil.rmtree(out / "floor", ignore_errors=True)
+        timed(debs, floor, args.jobs, out / "floor")
+
+    def one_stream() -> None:
+        """The whole release's bytes as one stream: no per-package start-up at all."""
+        (out / "stream").mkdir(parents=True, exist_ok=True)
+        sh(
+            f"tar -C '{work / 'stage' / 'deb'}' -cf - . "
+            f"| zstd -q -f -{level} -T0 -o '{out / 'stream' / 'all.tar.zst'}'",
+            shell=True,
+        )
+
+    floor_s, floor_cpu = best(args.repeat, floor_once)
+    stream_s, _ = best(args.repeat, one_stream)
+    deb, deb_cpu = best(
+        args.repeat, lambda: run_build(config, artifacts, out / "deb", level, args.jobs, "deb")
+    )
+    both, both_cpu = best(
+        args.repeat,
+        lambda: run_build(config, artifacts, out / "both", level, args.jobs, "deb,rpm"),
+    )
+    shutil.rmtree(work, ignore_errors=True)
+    deb_verdict = "" if deb <= 1.2 * floor_s else " over 1.2x"
+    both_verdict = "" if both <= 2.2 * floor_s else " over 2.2x"
+    return (
+        f"| {size} | {total / 1e6:.0f} MB | {level} | {floor_s:.2f} s | {deb:.2f} s "
+        f"| {deb / floor_s:.2f}x ({deb_cpu / floor_cpu:.2f}x){deb_verdict} | {both:.2f} s "
+        f"| {both / floor_s:.2f}x ({both_cpu / floor_cpu:.2f}x){both_verdict} "
+        f"| {stream_s:.2f} s |"
+    )
+
+
+def startup(runs: int) -> float:
+    """The best wall time of ``gfxpack --version``, the fixed cost of every call."""
+    command = [tool("gfxpack") or "gfxpack", "--version"]
+    return best(max(runs, 10), lambda: sh(command))[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--level", type=int, default=9)
@@ -361,7 +486,27 @@ def main() -> None:
     parser.add_argument(
         "--skip-upstream", action="store_true", help="skip (b), which takes minutes"
     )
+    parser.add_argument(
+        "--floor-table",
+        action="store_true",
+        help="small, medium and large releases at zstd:3 and zstd:9 against the floor",
+    )
+    parser.add_argument("--sizes", default="small,medium,large", help="of " + ",".join(SIZES))
+    parser.add_argument("--levels", default="3,9")
+    parser.add_argument("--repeat", type=int, default=3, help="best of N runs")
     args = parser.parse_args()
+    if args.floor_table:
+        if not shutil.which("zstd"):
+            sys.exit("missing tool: zstd (apt-get install zstd)")
+        print(f"gfxpack --version: {startup(args.repeat) * 1000:.0f} ms (best of 10)")
+        with tempfile.TemporaryDirectory(prefix="gfxpack-bench-") as tmp:
+            floor_table(
+                Path(tmp),
+                args.sizes.split(","),
+                [int(level) for level in args.levels.split(",")],
+                args,
+            )
+        return
     missing = [
         t
         for t in ("dpkg-deb", "rpmbuild", "dpkg-buildpackage", "zstd", "tar")

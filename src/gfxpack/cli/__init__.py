@@ -5,6 +5,10 @@ modules only translate arguments, print results and pick exit codes. A
 GfxpackError prints as ``error: ...`` lines on stderr with exit status 1; any
 other exception is a bug, printed as one line asking for a report (``--debug``
 shows its traceback).
+
+Commands are imported only when they run (:mod:`gfxpack.cli.lazy`): this module
+and what it imports need nothing but click, so ``--version``, ``--help`` and
+shell completion start fast. A new command is one line in ``COMMANDS``.
 """
 
 from __future__ import annotations
@@ -14,10 +18,68 @@ import sys
 import click
 
 from gfxpack import __version__
-from gfxpack.cli.common import DEBUG, report_bug
+from gfxpack.cli.debug import DEBUG, report_bug
+from gfxpack.cli.lazy import LazyGroup, Subcommand
+
+# name: where the command lives, and its one-line help (checked against the command's).
+COMMANDS = {
+    "build": Subcommand(
+        "gfxpack.cli.build_cmd:build_command",
+        "Build every package of the release as .deb and .rpm files.",
+    ),
+    "descriptors": Subcommand(
+        "gfxpack.cli.descriptors_cmd:descriptors_group",
+        "Load, list and lint hipDNN kernel descriptors (arch_content trees).",
+    ),
+    "diff": Subcommand(
+        "gfxpack.cli.diff_cmd:diff_command",
+        "Compare two releases: packages added and removed, dependencies changed, files moved "
+        "between packages, and sizes per package and per GPU arch.",
+    ),
+    "join": Subcommand(
+        "gfxpack.cli.split_cmd:join",
+        "Rebuild the input of 'gfxpack split' from its output, byte for byte.",
+    ),
+    "kpack": Subcommand(
+        "gfxpack.cli.kpack_cmd:kpack_group",
+        "Create, list, extract and verify .kpack device-code archives.",
+    ),
+    "plan": Subcommand(
+        "gfxpack.cli.plan_cmd:plan_command",
+        "Plan every package of a release: names, kinds and dependencies.",
+    ),
+    "repo": Subcommand(
+        "gfxpack.cli.repo_cmd:repo_command",
+        "Publish built packages as an apt and an rpm-md repository.",
+    ),
+    "report": Subcommand(
+        "gfxpack.cli.report_cmd:report_command",
+        "A release report of a build: what each GPU arch's users download.",
+    ),
+    "sign": Subcommand(
+        "gfxpack.cli.sign_cmd:sign_command",
+        "Add OpenPGP signatures to .rpm FILES, as rpmsign --addsign does.",
+    ),
+    "split": Subcommand(
+        "gfxpack.cli.split_cmd:split",
+        "Split the fat binaries of IN into host files and one .kpack archive per GPU arch.",
+    ),
+    "verify": Subcommand(
+        "gfxpack.cli.verify_cmd:verify_command",
+        "Resolve an install with libsolv and check the arch rules.",
+    ),
+    "why": Subcommand(
+        "gfxpack.cli.why_cmd:why_command",
+        "Why installing --install brings PACKAGE in, or why it does not.",
+    ),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=LazyGroup,
+    subcommands=COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="gfxpack")
 @click.option(
     "--debug",
@@ -37,20 +99,3 @@ def main() -> None:
         if "--debug" in sys.argv[1:]:
             raise
         report_bug(e)
-
-
-# Each module registers its commands on ``cli``.
-from gfxpack.cli import (  # noqa: E402, F401
-    build_cmd,
-    descriptors_cmd,
-    descriptors_pack_cmd,
-    diff_cmd,
-    kpack_cmd,
-    plan_cmd,
-    repo_cmd,
-    report_cmd,
-    sign_cmd,
-    split_cmd,
-    verify_cmd,
-    why_cmd,
-)

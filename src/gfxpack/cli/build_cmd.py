@@ -14,12 +14,10 @@ from typing import NoReturn
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gfxpack import build as build_module
 from gfxpack.build import BuiltFile
-from gfxpack.cli import cli
 from gfxpack.cli.common import (
     plan_options,
     print_notes,
@@ -38,7 +36,7 @@ from gfxpack.release import ReleaseOptions, build_release
 OnBuilt = Callable[[BuiltFile, int, int], None]
 
 
-@cli.command("build")
+@click.command("build")
 @release_options
 @click.option(
     "--artifacts",
@@ -195,6 +193,16 @@ def _progress(quiet: bool) -> Iterator[OnBuilt | None]:
 
         yield plain
         return
+    # Imported here: only a terminal gets the bar, and pipelines (most builds) should
+    # not pay for importing it.
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),

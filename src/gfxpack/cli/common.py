@@ -9,10 +9,11 @@ import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import NoReturn, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import click
 
+from gfxpack.cli.debug import DEBUG, report_bug
 from gfxpack.errors import GfxpackError, StrictFailure
 from gfxpack.formats import FORMATS, PackageFormat, format_named
 from gfxpack.plan import (
@@ -29,14 +30,6 @@ P = ParamSpec("P")
 R = TypeVar("R")
 SEPARATORS = re.compile(r"[\s,;]+")
 FORMAT_NAMES = [fmt.name for fmt in FORMATS]
-
-
-# Context.meta key: the global --debug flag.
-DEBUG = "gfxpack.debug"
-REPORT_HINT = (
-    "this is a bug in gfxpack; please report it with the command you ran "
-    "and the output of the same command with --debug"
-)
 
 
 def as_format(
@@ -78,14 +71,6 @@ def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
             report_bug(e)
 
     return wrapper
-
-
-def report_bug(error: Exception) -> NoReturn:
-    """An exception gfxpack did not expect: one line, a request to report it, exit 1."""
-    what = " ".join(str(error).split())[:200]
-    detail = f"{type(error).__name__}: {what}" if what else type(error).__name__
-    click.echo(f"error: unexpected {detail} ({REPORT_HINT})", err=True)
-    sys.exit(1)
 
 
 def _debugging() -> bool:

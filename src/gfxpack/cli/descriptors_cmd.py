@@ -10,8 +10,8 @@ from typing import Any
 import click
 
 from gfxpack import views
-from gfxpack.cli import cli
 from gfxpack.cli.common import reports_errors
+from gfxpack.cli.lazy import LazyGroup, Subcommand
 from gfxpack.descriptors import (
     Diagnostics,
     EngineNames,
@@ -27,7 +27,25 @@ from gfxpack.descriptors.types import device_base
 from gfxpack.errors import GfxpackError
 
 
-@cli.group("descriptors")
+@click.group(
+    "descriptors",
+    cls=LazyGroup,
+    subcommands={
+        "list-engines": Subcommand(
+            "gfxpack.cli.descriptors_cmd:list_engines",
+            "Each engine the provider would load: ids, packs and kernels, then diagnostics.",
+        ),
+        "lint": Subcommand(
+            "gfxpack.cli.descriptors_cmd:lint_command",
+            "Check every file against the shipped JSON Schemas, report the lowest version "
+            "each needs, then run the loader; exit 1 on any ERROR.",
+        ),
+        "pack": Subcommand(
+            "gfxpack.cli.descriptors_pack_cmd:pack_command",
+            "Package kernels and their descriptors per GPU arch, as a provider installs them.",
+        ),
+    },
+)
 def descriptors_group() -> None:
     """Load, list and lint hipDNN kernel descriptors (arch_content trees)."""
 
@@ -57,7 +75,7 @@ def _registry(symbols: str | None) -> SymbolRegistry | None:
     return SymbolRegistry.from_file(symbols) if symbols else None
 
 
-@descriptors_group.command("list-engines")
+@click.command("list-engines")
 @click.option(
     "--root",
     "roots",
@@ -193,7 +211,7 @@ def _source_text(kernel: dict[str, Any]) -> str:
     )
 
 
-@descriptors_group.command("lint")
+@click.command("lint")
 @click.option(
     "--root",
     "roots",

@@ -6,12 +6,11 @@ import click
 
 from gfxpack import views
 from gfxpack.cli.common import reports_errors
-from gfxpack.cli.descriptors_cmd import descriptors_group
 from gfxpack.descriptors import SymbolRegistry
 from gfxpack.descriptors.pack import CodeObjectArchives, CodeObjectFiles, CodeObjects, pack
 
 
-@descriptors_group.command("pack")
+@click.command("pack")
 @click.option(
     "--descriptors",
     "authored",

@@ -10,7 +10,6 @@ import click
 
 from gfxpack import diff as diff_module
 from gfxpack import inventory
-from gfxpack.cli import cli
 from gfxpack.cli.common import FORMAT_NAMES, as_format, plan_options, split_list
 from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
@@ -21,7 +20,7 @@ from gfxpack.plan import Mode, PinPolicy, ReleasePlan, plan
 SAME, DIFFERENT, TROUBLE = 0, 1, 2
 
 
-@cli.command("diff")
+@click.command("diff")
 @click.argument("old", type=click.Path(path_type=Path))
 @click.argument("new", type=click.Path(path_type=Path))
 @click.option(

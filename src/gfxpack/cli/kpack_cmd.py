@@ -14,13 +14,12 @@ import click
 
 from gfxpack import kpack
 from gfxpack._io import write_atomically
-from gfxpack.cli import cli
 from gfxpack.cli.common import reports_errors
 from gfxpack.errors import GfxpackError
 from gfxpack.plan.naming import TARGET
 
 
-@cli.group("kpack")
+@click.group("kpack")
 def kpack_group() -> None:
     """Create, list, extract and verify .kpack device-code archives."""
 

@@ -11,7 +11,6 @@ from rich.table import Table
 
 from gfxpack import graphviz, views
 from gfxpack._io import write_atomically
-from gfxpack.cli import cli
 from gfxpack.cli.common import (
     FORMAT_NAMES,
     as_format,
@@ -38,7 +37,7 @@ def _targets(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ..
     return targets
 
 
-@cli.command("plan")
+@click.command("plan")
 @release_options
 @click.option(
     "--target",

@@ -12,7 +12,6 @@ import click
 
 from gfxpack import repo as repo_module
 from gfxpack.build import source_date_epoch as build_epoch
-from gfxpack.cli import cli
 from gfxpack.cli.common import reports_errors, strict_option
 from gfxpack.epoch import source_date_epoch
 from gfxpack.errors import GfxpackError
@@ -32,7 +31,7 @@ def _warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 
 
-@cli.command("repo")
+@click.command("repo")
 @click.option(
     "--in",
     "builds",

@@ -9,13 +9,12 @@ import click
 
 from gfxpack import report as report_module
 from gfxpack._io import write_atomically
-from gfxpack.cli import cli
 from gfxpack.cli.common import FORMAT_NAMES, as_format, reports_errors
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import PackageFormat
 
 
-@cli.command("report")
+@click.command("report")
 @click.option(
     "--build",
     required=True,

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import click
 
-from gfxpack.cli import cli
 from gfxpack.cli.common import reports_errors
 from gfxpack.sign import sign_packages
 
 
-@cli.command("sign")
+@click.command("sign")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
     "--key",

@@ -9,13 +9,12 @@ from rich.console import Console
 from rich.table import Table
 
 from gfxpack import views
-from gfxpack.cli import cli
 from gfxpack.cli.common import reports_errors
 from gfxpack.fatbin.join import join_tree
 from gfxpack.fatbin.split import SplitReport, split_tree
 
 
-@cli.command("split")
+@click.command("split")
 @click.argument("source", metavar="IN", type=click.Path(exists=True, file_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output directory.")
 @click.option(
@@ -89,7 +88,7 @@ def summary_table(report: SplitReport) -> Table:
     return table
 
 
-@cli.command("join")
+@click.command("join")
 @click.argument("split_dir", metavar="SPLIT", type=click.Path(exists=True, file_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output directory.")
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")

@@ -13,7 +13,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from gfxpack import verify as verify_module
-from gfxpack.cli import cli
 from gfxpack.cli.common import (
     FORMAT_NAMES,
     as_format,
@@ -28,7 +27,7 @@ from gfxpack.formats import PackageFormat
 SHOWN = 20
 
 
-@cli.command("verify")
+@click.command("verify")
 @click.option(
     "--repo",
     "root",

@@ -8,12 +8,11 @@ from pathlib import Path
 import click
 
 from gfxpack import why as why_module
-from gfxpack.cli import cli
 from gfxpack.cli.common import FORMAT_NAMES, as_format, reports_errors, split_list
 from gfxpack.formats import PackageFormat
 
 
-@cli.command("why")
+@click.command("why")
 @click.option(
     "--repo",
     "root",

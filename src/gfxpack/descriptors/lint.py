@@ -17,9 +17,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft7Validator
+from typing import TYPE_CHECKING, Any
 
 from gfxpack.descriptors.diagnostics import Diagnostic, Level
 from gfxpack.descriptors.jsonc import JsoncError, loads
@@ -28,12 +26,19 @@ from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
 from gfxpack.descriptors.walk import descriptor_files
 from gfxpack.regular_files import read_regular
 
+if TYPE_CHECKING:
+    from jsonschema import Draft7Validator
+
 _VERSION = re.compile(r"^([0-9]{1,9})\.([0-9]{1,9})$")
 
 
 @cache
 def schema_versions(suffix: str) -> dict[tuple[int, int], Draft7Validator]:
     """Every shipped schema of a type, by (major, minor)."""
+    # Imported here, not at the top: jsonschema takes longer to import than most
+    # commands take to run, and list-engines and pack import this module too.
+    from jsonschema import Draft7Validator
+
     kind = suffix.split(".")[1]
     found = {}
     for item in resources.files("gfxpack.descriptors").joinpath("schemas", kind).iterdir():

@@ -13,15 +13,21 @@ import lzma
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-
-import zstandard
+from typing import TYPE_CHECKING
 
 from gfxpack._io import Writable, as_binary_file
 from gfxpack.errors import GfxpackError
 
+if TYPE_CHECKING:
+    import zstandard
+
 DEFAULT_LEVELS = {"zstd": 9, "xz": 6, "gzip": 9, "none": 0}
 LEVEL_RANGES = {"zstd": (1, 22), "xz": (0, 9), "gzip": (0, 9), "none": (0, 0)}
 DEB_SUFFIX = {"zstd": ".zst", "xz": ".xz", "gzip": ".gz", "none": ""}
+# Below this many bytes zstd compresses on the calling thread: starting its worker
+# threads (about 0.4 ms) costs more than compressing a small archive, and every
+# package has one (control.tar), most releases dozens (metapackages, headers).
+SINGLE_THREADED = 256 << 10
 
 
 class InvalidCompression(GfxpackError, ValueError):
@@ -67,19 +73,27 @@ class _Uncompressed:
 
 
 @contextmanager
-def compressing(out: Writable, compression: Compression, size_hint: int = 0) -> Iterator[Writable]:
+def compressing(out: Writable, compression: Compression, size_hint: int) -> Iterator[Writable]:
     """A writable stream compressing into ``out``; closing it leaves ``out`` open.
 
-    zstd runs multi-threaded on every core; its output does not depend on the
-    number of threads, and ``size_hint`` (the expected input size, which must
-    be computed from the inputs alone) lets it size its window so a small
-    package does not pay for a large one. Nothing depends on time or file
-    names (gzip's header is zeroed), so builds are reproducible.
+    zstd runs multi-threaded on every core, except when ``size_hint`` (the
+    expected input size, which must be computed from the inputs alone) is below
+    SINGLE_THREADED; its output does not depend on the number of cores, and the
+    hint lets it size its window so a small package does not pay for a large one.
+    Nothing depends on time or file names (gzip's header is zeroed), so builds are
+    reproducible.
     """
     writer: zstandard.ZstdCompressionWriter | lzma.LZMAFile | gzip.GzipFile
     if compression.codec == "zstd":
+        # Imported here, not at the top: every command that names a package format
+        # imports this module, and only the writers compress.
+        import zstandard
+
         params = zstandard.ZstdCompressionParameters.from_level(
-            compression.level, threads=-1, source_size=size_hint, write_checksum=True
+            compression.level,
+            threads=0 if size_hint < SINGLE_THREADED else -1,
+            source_size=size_hint,
+            write_checksum=True,
         )
         writer = zstandard.ZstdCompressor(compression_params=params).stream_writer(
             as_binary_file(out), closefd=False

@@ -181,6 +181,9 @@ def write(info: PackageInfo, out: Writable) -> None:
             raw = HashingWriter(stream)  # counting only: the uncompressed size
             digests = write_cpio(raw, entries)
         header = _main_header(info, entries, digests, compressed).build(HEADER_REGION)
+        # The files were read once, above. The compressed payload is read back twice:
+        # here for the legacy MD5, which covers header + payload yet precedes both (and
+        # the header exists only once the payload's digest does), then to copy it in.
         md5 = hashlib.md5(header, usedforsecurity=False)
         payload.seek(0)
         while chunk := payload.read(1 << 20):
