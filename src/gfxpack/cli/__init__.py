@@ -46,6 +46,7 @@ from gfxpack.cli import (  # noqa: E402, F401
     descriptors_pack_cmd,
     diff_cmd,
     kpack_cmd,
+    merge_cmd,
     plan_cmd,
     repo_cmd,
     report_cmd,

@@ -1,0 +1,68 @@
+"""Build jobs on a Dask cluster (``gfxpack build --scheduler tcp://HOST:8786``).
+
+One task per (package, format), submitted through dask.distributed's Client to a
+cluster that already runs. Every worker runs the same job as a local pool's
+process (:func:`gfxpack.build.write_package`): it reads the artifacts and writes
+the package under OUT's scratch directory, then renames it into OUT. So the
+artifacts and OUT must be at the same absolute path on every worker (a shared
+file system), and every worker needs the same gfxpack installed.
+
+When a worker dies, the scheduler gives its tasks to another worker; a task
+whose workers keep dying fails the build with one line naming the package.
+The partial file a dead worker leaves lies in the scratch directory, which the
+build removes. dask is imported here only, when a build asks for a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gfxpack.build import BuildError, Job, JobResult, _job_error, write_package
+from gfxpack.formats import PackageFormat
+from gfxpack.plan import PlannedPackage
+
+Record = Callable[[PlannedPackage, PackageFormat, JobResult], None]
+
+
+def run_on_cluster(
+    jobs: list[Job], address: str, timeout: float, scratch: str, out: str, record: Record
+) -> None:
+    """Run ``jobs`` on the cluster whose scheduler is at ``address``; ``record`` hears of
+    each finished job as the cluster reports it."""
+    try:
+        from distributed import Client, as_completed
+        from distributed.scheduler import KilledWorker
+    except ImportError:
+        raise BuildError(
+            "--scheduler needs dask.distributed, which is not installed: "
+            "pip install 'gfxpack[dask]'"
+        ) from None
+    try:
+        client = Client(address, timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as e:
+        raise BuildError(
+            f"--scheduler {address}: no Dask scheduler answered within {timeout:g} s ({e})"
+        ) from None
+    futures: dict[Any, tuple[PlannedPackage, PackageFormat]] = {}
+    try:
+        for package, fmt, info in jobs:
+            # pure=False: a fresh task each build, never an earlier build's cached result.
+            future = client.submit(write_package, info, fmt, scratch, out, pure=False)
+            futures[future] = (package, fmt)
+        for future in as_completed(futures):
+            package, fmt = futures[future]
+            try:
+                record(package, fmt, future.result())
+            except OSError as e:
+                raise _job_error(package, fmt, e, out) from e
+            except KilledWorker:
+                raise BuildError(
+                    f"{package.name(fmt)} ({fmt}): the Dask workers building it died "
+                    "(each time the scheduler gave it to another); see the workers' logs"
+                ) from None
+    finally:
+        # On any error or interrupt: queued tasks are dropped. A task already running
+        # finds its scratch directory gone, so it cannot rename a file into OUT.
+        client.cancel(list(futures), force=True)
+        client.close()
