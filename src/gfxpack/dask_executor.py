@@ -15,6 +15,7 @@ build removes. dask is imported here only, when a build asks for a cluster.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -39,10 +40,14 @@ def run_on_cluster(
             "pip install 'gfxpack[dask]'"
         ) from None
     try:
+        # The Client's own timeout covers connecting, not a peer that accepts and never
+        # answers: ask the scheduler who it is first, within the timeout.
+        asyncio.run(asyncio.wait_for(_identity(address), timeout))
         client = Client(address, timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as e:
+        cause = f" ({e})" if str(e) else ""
         raise BuildError(
-            f"--scheduler {address}: no Dask scheduler answered within {timeout:g} s ({e})"
+            f"--scheduler {address}: no Dask scheduler answered within {timeout:g} s{cause}"
         ) from None
     futures: dict[Any, tuple[PlannedPackage, PackageFormat]] = {}
     try:
@@ -50,7 +55,9 @@ def run_on_cluster(
             # pure=False: a fresh task each build, never an earlier build's cached result.
             future = client.submit(write_package, info, fmt, scratch, out, pure=False)
             futures[future] = (package, fmt)
-        for future in as_completed(futures):
+        with client.as_current():  # as_completed asks for the current client
+            completed = as_completed(list(futures))
+        for future in completed:
             package, fmt = futures[future]
             try:
                 record(package, fmt, future.result())
@@ -66,3 +73,17 @@ def run_on_cluster(
         # finds its scratch directory gone, so it cannot rename a file into OUT.
         client.cancel(list(futures), force=True)
         client.close()
+
+
+async def _identity(address: str) -> None:
+    """Connect to ``address`` and have its scheduler say what it is."""
+    from distributed.comm.core import connect
+
+    comm = await connect(address)
+    try:
+        await comm.write({"op": "identity"})
+        answer = await comm.read()
+    finally:
+        await comm.close()
+    if not isinstance(answer, dict) or answer.get("type") != "Scheduler":
+        raise ValueError(f"it is not a Dask scheduler: {str(answer)[:60]}")
