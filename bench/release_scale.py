@@ -55,6 +55,7 @@ VERSION = "8.2.0"
 # Runs one stage in this (fresh) process and prints its measurements as JSON.
 STAGE = """
 import json, resource, sys, time
+HIGH_WATER
 started = time.perf_counter()
 from gfxpack.cli import main
 sys.argv = ["gfxpack", *sys.argv[1:]]
@@ -64,22 +65,45 @@ try:
 except SystemExit as e:
     code = e.code or 0
 seconds = time.perf_counter() - started
-peak = max(
-    resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-    resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
-)
+peak = max(high_water_kib(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 print(json.dumps({"seconds": seconds, "peak_kib": peak, "exit": code}), file=sys.stderr)
 """
 
 PREPARE = """
 import json, resource, sys, time
+HIGH_WATER
 started = time.perf_counter()
 from gfxpack.release import ReleaseOptions, prepare
 release = prepare(sys.argv[1], sys.argv[2], ReleaseOptions(sys.argv[3], detect_mode=True))
 seconds = time.perf_counter() - started
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = high_water_kib()
 print(json.dumps({"seconds": seconds, "peak_kib": peak, "packages": len(release.plan.packages)}),
       file=sys.stderr)
+"""
+
+
+# This process's own peak: /proc's VmHWM starts afresh at exec, where getrusage's
+# ru_maxrss keeps the parent's peak across fork and exec.
+HIGH_WATER = """
+def high_water_kib():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+"""
+STAGE = STAGE.replace("HIGH_WATER", HIGH_WATER)
+PREPARE = PREPARE.replace("HIGH_WATER", HIGH_WATER)
+
+# Generates the tree in its own process, so this one stays small (its children would
+# otherwise start with its size).
+GENERATE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from generate_artifacts import generate
+generate(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4].split(","), float(sys.argv[5]),
+         seed=2026, arch_scale=float(sys.argv[6]))
 """
 
 
@@ -108,15 +132,25 @@ def tree_bytes(root: Path) -> int:
 def one_release(
     work: Path, count: int, scale: float, arch_scale: float, jobs: int
 ) -> dict[str, object]:
-    sys.path.insert(0, str(ROOT / "examples"))
-    from generate_artifacts import generate
-
     targets = list(TARGETS[:count])
     artifacts, builds, repo = work / "artifacts", work / "builds", work / "repo"
     for path in (builds, repo):
         shutil.rmtree(path, ignore_errors=True)
     started = time.perf_counter()
-    generate(artifacts, THEROCK, targets, scale, seed=2026, arch_scale=arch_scale)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            GENERATE,
+            str(ROOT / "examples"),
+            str(artifacts),
+            str(THEROCK),
+            ",".join(targets),
+            str(scale),
+            str(arch_scale),
+        ],
+        check=True,
+    )
     generated = time.perf_counter() - started
     size = tree_bytes(artifacts)
     stages: dict[str, dict[str, float]] = {}
