@@ -18,6 +18,7 @@ import errno
 import os
 import signal
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
@@ -126,7 +127,9 @@ def write_package(info: PackageInfo, fmt: PackageFormat, scratch: str, out: str)
     """One job: write the package into ``scratch``, then rename it into ``out``."""
     started = time.perf_counter()
     name = fmt.filename(info)
-    partial = os.path.join(scratch, name)
+    # A name of its own: a cluster may run a job again elsewhere while a worker it gave
+    # up for lost is still writing.
+    partial = os.path.join(scratch, f"{uuid.uuid4().hex[:12]}-{name}")
     with open(partial, "wb") as file:
         os.fchmod(file.fileno(), FILE_MODE)  # not the umask's
         hashing = HashingWriter(file, "sha256")
@@ -289,7 +292,8 @@ def _refuse_other_shard(out: Path, digest: str, shard: Shard | None) -> None:
         index is not None
         and isinstance(there, dict)
         and index.get("plan_digest") == digest
-        and (shard is None or there.get("label") != shard.label)
+        and shard is not None
+        and there.get("label") != shard.label
     ):
         raise BuildError(
             f"{out} holds shard {there.get('label')} of this release: give each shard "

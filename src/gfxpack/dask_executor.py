@@ -1,6 +1,7 @@
 """Build jobs on a Dask cluster (``gfxpack build --scheduler tcp://HOST:8786``).
 
-One task per (package, format), submitted through dask.distributed's Client to a
+One task per package (its formats one after the other), submitted through
+dask.distributed's Client to a
 cluster that already runs. Every worker runs the same job as a local pool's
 process (:func:`gfxpack.build.write_package`): it reads the artifacts and writes
 the package under OUT's scratch directory, then renames it into OUT. So the
@@ -19,7 +20,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from gfxpack.build import BuildError, Job, JobResult, _job_error, write_package
+from gfxpack.build import BuildError, Job, JobResult, _guarded
 from gfxpack.formats import PackageFormat
 from gfxpack.plan import PlannedPackage
 
@@ -49,30 +50,44 @@ def run_on_cluster(
         raise BuildError(
             f"--scheduler {address}: no Dask scheduler answered within {timeout:g} s{cause}"
         ) from None
-    futures: dict[Any, tuple[PlannedPackage, PackageFormat]] = {}
+    # One task per package, its formats written one after the other: half the tasks
+    # of one per file, and a cluster's cost is per task.
+    by_package: dict[str, list[Job]] = {}
+    for job in jobs:
+        by_package.setdefault(job[0].key, []).append(job)
+    futures: list[Any] = []
     try:
-        for package, fmt, info in jobs:
-            # pure=False: a fresh task each build, never an earlier build's cached result.
-            future = client.submit(write_package, info, fmt, scratch, out, pure=False)
-            futures[future] = (package, fmt)
+        # One graph update for every task (submitting one by one costs a round trip
+        # each); pure=False: fresh tasks each build, never an earlier build's result.
+        futures = client.map(
+            write_packages, list(by_package.values()), scratch=scratch, out=out, pure=False
+        )
+        jobs_of = {f.key: jobs for f, jobs in zip(futures, by_package.values(), strict=True)}
         with client.as_current():  # as_completed asks for the current client
-            completed = as_completed(list(futures))
+            completed = as_completed(futures)
         for future in completed:
-            package, fmt = futures[future]
+            package_jobs = jobs_of[future.key]
             try:
-                record(package, fmt, future.result())
-            except OSError as e:
-                raise _job_error(package, fmt, e, out) from e
+                results = future.result()
             except KilledWorker:
                 raise BuildError(
-                    f"{package.name(fmt)} ({fmt}): the Dask workers building it died "
+                    f"{package_jobs[0][0].key}: the Dask workers building it died "
                     "(each time the scheduler gave it to another); see the workers' logs"
                 ) from None
+            for (package, fmt, _), result in zip(package_jobs, results, strict=True):
+                record(package, fmt, result)
     finally:
         # On any error or interrupt: queued tasks are dropped. A task already running
-        # finds its scratch directory gone, so it cannot rename a file into OUT.
-        client.cancel(list(futures), force=True)
+        # writes into the scratch directory the build removes: at worst it renames a
+        # complete package into OUT, which the next build there tidies away.
+        client.cancel(futures, force=True)
         client.close()
+
+
+def write_packages(jobs: list[Job], scratch: str, out: str) -> list[JobResult]:
+    """One task: a package in each format (on a worker). An error is a BuildError naming
+    the package and format, as a local build's."""
+    return [_guarded(package, fmt, info, scratch, out) for package, fmt, info in jobs]
 
 
 async def _identity(address: str) -> None:
