@@ -64,17 +64,19 @@ def run_on_cluster(
         )
         jobs_of = {f.key: jobs for f, jobs in zip(futures, by_package.values(), strict=True)}
         with client.as_current():  # as_completed asks for the current client
-            completed = as_completed(futures)
-        for future in completed:
+            # Results come with their futures: asking each future for its result would
+            # cost a round trip to the client's event loop each.
+            completed = as_completed(futures, with_results=True, raise_errors=False)
+        for future, outcome in completed:
             package_jobs = jobs_of[future.key]
-            try:
-                results = future.result()
-            except KilledWorker:
+            if isinstance(outcome, KilledWorker):
                 raise BuildError(
                     f"{package_jobs[0][0].key}: the Dask workers building it died "
                     "(each time the scheduler gave it to another); see the workers' logs"
-                ) from None
-            for (package, fmt, _), result in zip(package_jobs, results, strict=True):
+                )
+            if isinstance(outcome, BaseException):
+                raise outcome  # a BuildError naming the package, as a local build's
+            for (package, fmt, _), result in zip(package_jobs, outcome, strict=True):
                 record(package, fmt, result)
     finally:
         # On any error or interrupt: queued tasks are dropped. A task already running
