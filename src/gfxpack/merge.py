@@ -71,15 +71,28 @@ def _read_part(path: Path) -> _Part:
         raise MergeError(
             f"{path / outdir.INDEX}: no plan digest; built by a gfxpack without shards? Rebuild it"
         )
+    where = path / outdir.INDEX
+    planned = plan.get("packages")
+    if not isinstance(planned, list) or not all(
+        isinstance(p, dict) and isinstance(p.get("name"), str) for p in planned
+    ):
+        raise MergeError(f"{where}: /plan/packages: expected a list of packages with names")
     shard = index.get("shard")
     if isinstance(shard, dict):
         label, packages = str(shard.get("label")), shard.get("packages")
     else:  # a whole build: every package of its plan
-        label, packages = "all", [p.get("name") for p in plan.get("packages", [])]
+        label, packages = "all", [p["name"] for p in planned]
     if not isinstance(packages, list) or not all(isinstance(p, str) for p in packages):
-        raise MergeError(f"{path / outdir.INDEX}: /shard/packages: expected a list of names")
-    if not all(isinstance(item, dict) for item in files):
-        raise MergeError(f"{path / outdir.INDEX}: /files: expected a list of objects")
+        raise MergeError(f"{where}: /shard/packages: expected a list of names")
+    for i, item in enumerate(files):
+        if not (
+            isinstance(item, dict)
+            and all(isinstance(item.get(key), str) for key in ("file", "package", "format"))
+            and isinstance(item.get("size"), int)
+        ):
+            raise MergeError(
+                f"{where}: /files/{i}: expected an object with file, package, format and size"
+            )
     return _Part(path, index, label, tuple(packages), tuple(files))
 
 
@@ -100,7 +113,7 @@ def _check_one_plan(parts: list[_Part]) -> None:
 
 
 def _check_each_package_once(parts: list[_Part]) -> dict[str, _Part]:
-    expected = [p.get("name") for p in parts[0].index["plan"].get("packages", [])]
+    expected = [p["name"] for p in parts[0].index["plan"]["packages"]]
     owner: dict[str, _Part] = {}
     for part in parts:
         for key in part.packages:
