@@ -102,7 +102,8 @@ OnBuilt = Callable[[BuiltFile, int, int], None]
     type=click.File("r"),
     help="Plan from this list of the release's artifact directory names (one a line, "
     "such as ls ARTIFACTS prints on a machine that has them all), not from the "
-    "directories in --artifacts: for a shard whose machine holds only its own artifacts.",
+    "directories in --artifacts: for a shard whose machine holds only its own artifacts "
+    "(give it --mode kpack too: auto reads the generic artifacts).",
 )
 @click.option(
     "--executor",
