@@ -231,3 +231,44 @@ def test_merge_of_no_index(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(MergeError, match=r"index\.json: missing or not JSON"):
         merge([tmp_path / "empty"], tmp_path / "m")
+
+
+def test_the_readme_matrix_from_the_command_line(example_artifacts, example_release, tmp_path):
+    """What README's CI matrix runs: device shards and the generic shard, each from only
+    its own artifacts and the release's listing, with --mode kpack; then merge."""
+    listing = tmp_path / "release-artifacts.txt"
+    listing.write_text("".join(f"{p.name}\n" for p in sorted(example_artifacts.iterdir())))
+    outs = []
+    for selector, suffixes in (
+        (["--shard-by-target", "gfx942,gfx950"], ("gfx942", "gfx950")),
+        (["--shard-by-target", "gfx1100"], ("gfx1100",)),
+        (["--shard", "generic"], ("generic",)),
+    ):
+        tree = partial_tree(example_artifacts, tmp_path / f"tree-{suffixes[0]}", suffixes)
+        out = tmp_path / f"out-{suffixes[0]}"
+        result = CliRunner().invoke(
+            cli,
+            [
+                "build",
+                "--config",
+                str(EXAMPLE_CONFIG),
+                "--artifacts",
+                str(tree),
+                "--release-artifacts",
+                str(listing),
+                "--mode",
+                "kpack",
+                "--rocm-version",
+                "8.2.0",
+                "--out",
+                str(out),
+                "-q",
+                *selector,
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        outs.append(str(out))
+    result = merge_cli(*outs, "--out", str(tmp_path / "merged"), "--json")
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.stdout)["files"]) == len(digests(example_release.out))
+    assert digests(tmp_path / "merged") == digests(example_release.out)
