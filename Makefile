@@ -98,6 +98,8 @@ bench: $(STAMP)
 	$(PY) bench/descriptor_load.py
 	$(PY) bench/verify_scale.py
 	$(PY) bench/split_speed.py --work build/realworld
+	$(PY) bench/dask_build.py
+	$(PY) bench/release_scale.py
 
 # Split Debian's librocsparse0 and librocrand1 end to end (downloads ~100 MB with
 # apt-get download; not part of make test). Then the split benchmark on the same bytes.

@@ -235,10 +235,12 @@ def generate(
     scale: float,
     seed: int,
     family: str | None = None,
+    arch_scale: float = 1.0,
 ) -> int:
     """Write the tree; with ``family`` (``gfx94X-dcgpu``) a single-arch (legacy) build's:
     every component of a gfxarch package in ``<artifact>_<component>_<family>/``,
-    no per-arch split and no KPACK_SPLIT_ARTIFACTS."""
+    no per-arch split and no KPACK_SPLIT_ARTIFACTS. ``arch_scale`` multiplies the
+    per-arch files' sizes once more (device code outweighs host code in a real release)."""
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -282,7 +284,7 @@ def generate(
                 [s for _, s in members],
                 directory.rsplit("_", 1)[1],
                 payload,
-                scale,
+                scale * arch_scale,
             )
         manifest = "".join(f"{prefix}\n" for prefix in sorted({p for p, _ in members}))
         (out / directory / "artifact_manifest.txt").write_text(manifest)

@@ -40,6 +40,7 @@ USES: dict[str, set[str]] = {
     "kpack list": KPACK,
     "kpack resolve": KPACK,
     "kpack verify": KPACK,
+    "merge": set(),
     "plan": {"rich"},
     "repo": {"createrepo_c", "zstandard"},
     "report": {"jinja2"},

@@ -18,6 +18,7 @@ import errno
 import os
 import signal
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
@@ -32,6 +33,7 @@ from gfxpack.formats.compress import Compression
 from gfxpack.formats.payload import Entry, installed_size
 from gfxpack.plan import PlannedPackage, ReleasePlan
 from gfxpack.scripts import scripts_for
+from gfxpack.shard import Shard, plan_digest
 from gfxpack.views import to_json
 
 # 2024-01-01T00:00:00Z: the timestamp of every build that sets no SOURCE_DATE_EPOCH.
@@ -62,6 +64,12 @@ class BuildOptions:
     jobs: int = os.cpu_count() or 1
     epoch: int = DEFAULT_EPOCH
     changelog: tuple[tuple[int, str, str], ...] = ()  # RPM %changelog (--changelog)
+    # Build only these packages of the plan (None: all of them).
+    shard: Shard | None = None
+    # A Dask scheduler's address (tcp://HOST:8786): run the jobs on that cluster instead
+    # of a local process pool; it must answer within scheduler_timeout seconds.
+    scheduler: str | None = None
+    scheduler_timeout: float = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +129,9 @@ def write_package(info: PackageInfo, fmt: PackageFormat, scratch: str, out: str)
     """One job: write the package into ``scratch``, then rename it into ``out``."""
     started = time.perf_counter()
     name = fmt.filename(info)
-    partial = os.path.join(scratch, name)
+    # A name of its own: a cluster may run a job again elsewhere while a worker it gave
+    # up for lost is still writing.
+    partial = os.path.join(scratch, f"{uuid.uuid4().hex[:12]}-{name}")
     with open(partial, "wb") as file:
         os.fchmod(file.fileno(), FILE_MODE)  # not the umask's
         hashing = HashingWriter(file, "sha256")
@@ -142,15 +152,18 @@ def build(
     exactly this build: what an earlier build wrote there and this one does not produce
     is removed, anything else is left alone; ``on_note`` hears about both."""
     out = Path(out)
+    packages = plan.packages if options.shard is None else options.shard.select(plan, routed)
     jobs = [
         (package, fmt, package_info(plan, package, fmt, routed.get(package.key, ()), options))
-        for package in plan.packages
+        for package in packages
         for fmt in options.formats
     ]
+    digest = plan_digest(plan, options.formats, options.compression, options.epoch)
     # Largest payloads first, so the pool's last jobs are short ones.
     jobs.sort(key=lambda job: -installed_size(job[2].entries))
     produced = {fmt.filename(info) for _, fmt, info in jobs}
     outdir.create(out)
+    _refuse_other_shard(out, digest, options.shard)
     earlier = outdir.begin(out, produced)
     built: list[BuiltFile] = []
 
@@ -172,13 +185,20 @@ def build(
             on_built(item, len(built), len(jobs))
 
     with outdir.scratch(out) as scratch:
-        if options.jobs <= 1:
+        if options.scheduler is not None:
+            from gfxpack.dask_executor import run_on_cluster  # dask only when asked for
+
+            run_on_cluster(
+                jobs, options.scheduler, options.scheduler_timeout, scratch, str(out), record
+            )
+        elif options.jobs <= 1:
             for package, fmt, info in jobs:
                 record(package, fmt, _guarded(package, fmt, info, scratch, str(out)))
         else:
             _run_pool(jobs, options.jobs, scratch, str(out), record)
     built.sort(key=lambda b: (b.format, b.file))
-    tidied = outdir.finish(out, _index(plan, built), produced, earlier)
+    index = _index(plan, built, digest, options.shard, packages)
+    tidied = outdir.finish(out, index, produced, earlier)
     if on_note:
         for name in tidied.removed:
             on_note(f"removed {out / name}: an earlier build wrote it; this build does not")
@@ -265,8 +285,32 @@ def _run_pool(
     executor.shutdown(wait=True)
 
 
-def _index(plan: ReleasePlan, built: list[BuiltFile]) -> dict[str, Any]:
-    return {
+def _refuse_other_shard(out: Path, digest: str, shard: Shard | None) -> None:
+    """Each shard has its own OUT: building one where another shard of the same release
+    lies would remove that shard's packages as an earlier build's."""
+    index = outdir.read_index(out)
+    there = index.get("shard") if index is not None else None
+    if (
+        index is not None
+        and isinstance(there, dict)
+        and index.get("plan_digest") == digest
+        and shard is not None
+        and there.get("label") != shard.label
+    ):
+        raise BuildError(
+            f"{out} holds shard {there.get('label')} of this release: give each shard "
+            "its own --out, then gfxpack merge them"
+        )
+
+
+def _index(
+    plan: ReleasePlan,
+    built: list[BuiltFile],
+    digest: str,
+    shard: Shard | None,
+    packages: tuple[PlannedPackage, ...],
+) -> dict[str, Any]:
+    index = {
         "rocm_version": plan.rocm_version,
         "release": plan.release,
         "mode": str(plan.mode),
@@ -275,4 +319,9 @@ def _index(plan: ReleasePlan, built: list[BuiltFile]) -> dict[str, Any]:
         # The plan the packages were built from (plan --format json), notes included:
         # what report and diff read instead of re-planning.
         "plan": to_json(plan),
+        # What gfxpack merge compares: shards of one release share it.
+        "plan_digest": digest,
     }
+    if shard is not None:
+        index["shard"] = {"label": shard.label, "packages": [p.key for p in packages]}
+    return index

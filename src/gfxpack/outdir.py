@@ -163,6 +163,12 @@ def _read_json(path: Path) -> Any:
             return None
 
 
+def read_index(out: Path) -> dict[str, Any] | None:
+    """The index.json in ``out`` as a JSON object; None when there is none (or not one)."""
+    document = _read_json(out / INDEX)
+    return document if isinstance(document, dict) else None
+
+
 def begin(out: Path, produced: Iterable[str]) -> set[str]:
     """Before anything is renamed into ``out``: record which files gfxpack wrote there
     (earlier builds' and this one's), then remove the previous index. Returns the names

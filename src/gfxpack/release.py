@@ -13,11 +13,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from gfxpack.artifact_files import InvalidArtifacts
 from gfxpack.artifacts import ArtifactTree, route, scan
 from gfxpack.build import BuildOptions, BuiltFile, build
 from gfxpack.config import Config, load_config
 from gfxpack.formats.payload import Entry
-from gfxpack.plan import Mode, PlanOptions, ReleasePlan, plan
+from gfxpack.plan import ArtifactIndex, Mode, PlanOptions, ReleasePlan, plan
+from gfxpack.shard import missing_artifacts
 from gfxpack.sign import sign_built
 
 
@@ -36,6 +38,10 @@ class ReleaseOptions:
     # gpg key (fingerprint or user id; GNUPGHOME applies) that signs every package of a
     # format that signs its packages (RPM) once built; None: unsigned.
     sign_key: str | None = None
+    # Plan from these artifact directory names (the whole release's) instead of those in
+    # the artifacts tree: a shard's machine holds only part of the artifacts, yet every
+    # shard must compute the same plan.
+    artifact_names: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -63,17 +69,30 @@ def prepare(
     if options.detect_mode:
         mode = Mode.KPACK if tree.kpack_split else Mode.SINGLE_ARCH
         plan_options = replace(plan_options, mode=mode)
+    index = tree.index
+    if options.artifact_names is not None:
+        index = ArtifactIndex(options.artifact_names)
+        lacking = missing_artifacts(options.build.shard, index, tree.index)
+        if lacking:
+            raise InvalidArtifacts(f"{artifacts}: {lacking}")
     release_plan = plan(
         config.packages,
-        options.targets or tree.index.targets(),
+        options.targets or index.targets(),
         options.rocm_version,
         options.release,
         plan_options,
-        artifacts=tree.index,
+        artifacts=index,
     )
     if on_planned is not None:
         on_planned(release_plan, (*tree.warnings, *config.warnings))
-    routed = route(release_plan, tree, options.build.epoch)
+    shard = options.build.shard
+    if shard is not None and shard.fraction is None:
+        # A shard by target reads only its own artifacts (all a machine may hold); a K/N
+        # shard routes everything, as the cut is by payload size.
+        to_route = replace(release_plan, packages=shard.select(release_plan, {}))
+    else:
+        to_route = release_plan
+    routed = route(to_route, tree, options.build.epoch)
     return Release(config, tree, release_plan, routed)
 
 

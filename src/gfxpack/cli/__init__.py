@@ -44,6 +44,10 @@ COMMANDS = {
         "gfxpack.cli.kpack_cmd:kpack_group",
         "Create, list, extract and verify .kpack device-code archives.",
     ),
+    "merge": Subcommand(
+        "gfxpack.cli.merge_cmd:merge_command",
+        "Join the OUT directories of a release's shards (gfxpack build --shard ...) into OUT.",
+    ),
     "plan": Subcommand(
         "gfxpack.cli.plan_cmd:plan_command",
         "Plan every package of a release: names, kinds and dependencies.",

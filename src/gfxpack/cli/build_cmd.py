@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 import click
 from rich.console import Console
@@ -32,6 +32,7 @@ from gfxpack.formats.changelog import parse_changelog
 from gfxpack.formats.compress import Compression
 from gfxpack.plan import Kind, Mode, ReleasePlan
 from gfxpack.release import ReleaseOptions, build_release
+from gfxpack.shard import by_targets, parse_shard
 
 OnBuilt = Callable[[BuiltFile, int, int], None]
 
@@ -94,6 +95,50 @@ OnBuilt = Callable[[BuiltFile, int, int], None]
     help="gpg key (fingerprint or user id) that signs every .rpm (header, and header "
     "with payload, as rpmsign does); .deb files stay unsigned. gpg's GNUPGHOME applies.",
 )
+@click.option(
+    "--shard",
+    "shard",
+    metavar="K/N|generic",
+    help="Build one shard of the release: K/N is the K-th of N shards of about equal "
+    "payload bytes (the same cut on every machine); generic is every package that "
+    "belongs to no GPU target. Merge the shards' OUTs with gfxpack merge.",
+)
+@click.option(
+    "--shard-by-target",
+    "shard_targets",
+    multiple=True,
+    metavar="TARGETS",
+    help="Build only the device packages of these targets (such as gfx942,gfx950): what "
+    "a machine holding only their per-arch artifacts can build.",
+)
+@click.option(
+    "--release-artifacts",
+    type=click.File("r"),
+    help="Plan from this list of the release's artifact directory names (one a line, "
+    "such as ls ARTIFACTS prints on a machine that has them all), not from the "
+    "directories in --artifacts: for a shard whose machine holds only its own artifacts "
+    "(give it --mode kpack too: auto reads the generic artifacts).",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "dask"]),
+    default="local",
+    show_default=True,
+    help="local: a process pool on this machine (-j). dask: the Dask cluster at "
+    "--scheduler; its workers must see --artifacts and --out at the same paths.",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="The Dask scheduler of --executor dask, such as tcp://HOST:8786.",
+)
+@click.option(
+    "--scheduler-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Seconds to wait for the Dask scheduler to answer.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No notes and no progress, only the summary.")
 @strict_option
 @reports_errors
@@ -114,6 +159,12 @@ def build_command(
     mode: str,
     changelog_path: str | None,
     sign_key: str | None,
+    shard: str | None,
+    shard_targets: tuple[str, ...],
+    release_artifacts: TextIO | None,
+    executor: str,
+    scheduler: str | None,
+    scheduler_timeout: float,
     quiet: bool,
     strict: bool,
 ) -> None:
@@ -126,18 +177,39 @@ def build_command(
     (both are reported). Builds are reproducible: SOURCE_DATE_EPOCH (default
     2024-01-01) sets every timestamp, modes are normalised (0755 directories,
     0644 or 0755 files).
+
+    A release too big for one machine is built in shards (--shard, --shard-by-target),
+    each into its own OUT, then joined by gfxpack merge; the result is the same files,
+    byte for byte, as one machine's build. --executor dask runs the packages on a Dask
+    cluster instead of local processes.
     """
     known = {fmt.name: fmt for fmt in FORMATS}
     chosen = tuple(split_list((formats,)))
     if not chosen or any(f not in known for f in chosen):
         raise GfxpackError(f"--format {formats!r}: expected deb, rpm or deb,rpm")
     # Options first: a bad value fails before any scanning or planning.
+    if shard is not None and shard_targets:
+        raise GfxpackError("--shard and --shard-by-target: give one of them")
+    if (executor == "dask") != (scheduler is not None):
+        raise GfxpackError("--executor dask and --scheduler ADDRESS go together")
+    if scheduler is not None:
+        # Workers run elsewhere: they must be told absolute paths.
+        artifacts, out = os.path.abspath(artifacts), os.path.abspath(out)
     build_options = build_module.BuildOptions(
         formats=tuple(known[name] for name in chosen),
         compression=Compression.parse(compression),
         jobs=jobs,
         epoch=build_module.source_date_epoch(os.environ),
         changelog=parse_changelog(Path(changelog_path)) if changelog_path else (),
+        shard=(
+            parse_shard(shard)
+            if shard is not None
+            else by_targets(split_list(shard_targets))
+            if shard_targets
+            else None
+        ),
+        scheduler=scheduler,
+        scheduler_timeout=scheduler_timeout,
     )
     detect_mode = mode == "auto"
     options = ReleaseOptions(
@@ -154,6 +226,11 @@ def build_command(
         detect_mode=detect_mode,
         build=build_options,
         sign_key=sign_key or None,
+        artifact_names=(
+            None
+            if release_artifacts is None
+            else tuple(line.strip() for line in release_artifacts if line.strip())
+        ),
     )
     started = time.perf_counter()
 

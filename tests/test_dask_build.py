@@ -1,0 +1,121 @@
+"""build --executor dask: the same packages from a Dask cluster as from the local pool."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gfxpack.build import BuildOptions
+from gfxpack.cli import cli
+from gfxpack.release import ReleaseOptions, build_release
+from tests.conftest import EXAMPLE_CONFIG
+from tests.test_shard import digests
+
+distributed = pytest.importorskip("distributed", reason="dask.distributed (gfxpack[dask])")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A LocalCluster of two worker processes, as a real cluster would run them."""
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as local:
+        yield local
+
+
+def build_on(address: str, artifacts: Path, out: Path, on_built=None):
+    options = ReleaseOptions("8.2.0", build=BuildOptions(scheduler=address))
+    return build_release(
+        EXAMPLE_CONFIG, artifacts.resolve(), out.resolve(), options, None, on_built
+    )
+
+
+def leftovers(out: Path) -> list[str]:
+    return [p.name for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_a_cluster_build_is_the_local_build(cluster, example_artifacts, example_release, tmp_path):
+    seen = []
+    _, built = build_on(
+        cluster.scheduler_address, example_artifacts, tmp_path, lambda b, d, t: seen.append(d)
+    )
+    assert digests(tmp_path) == digests(example_release.out)
+    assert seen == list(range(1, len(built) + 1))  # progress as the cluster reports it
+    assert leftovers(tmp_path) == []
+
+
+def test_a_killed_worker_s_jobs_run_elsewhere(
+    cluster, example_artifacts, example_release, tmp_path
+):
+    with distributed.Client(cluster.scheduler_address, set_as_default=False) as client:
+        pids = client.run(os.getpid)
+    victim = sorted(pids.values())[0]
+    killed = []
+
+    def kill_once(_item, done, _total):
+        if not killed and done == 1:
+            os.kill(victim, signal.SIGKILL)
+            killed.append(done)
+
+    _, built = build_on(cluster.scheduler_address, example_artifacts, tmp_path, kill_once)
+    assert killed
+    assert digests(tmp_path) == digests(example_release.out)
+    assert len(built) == len(digests(example_release.out))
+    assert leftovers(tmp_path) == []
+
+
+def test_a_scheduler_that_does_not_answer_is_one_error(example_artifacts, tmp_path):
+    # A port that accepts connections and never speaks: the slowest kind of dead.
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()
+    address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+    started = time.monotonic()
+    try:
+        result = CliRunner().invoke(
+            cli,
+            [
+                "build",
+                "--config",
+                str(EXAMPLE_CONFIG),
+                "--artifacts",
+                str(example_artifacts),
+                "--out",
+                str(tmp_path / "out"),
+                "--rocm-version",
+                "8.2.0",
+                "--executor",
+                "dask",
+                "--scheduler",
+                address,
+                "--scheduler-timeout",
+                "1",
+                "-q",
+            ],
+        )
+    finally:
+        silent.close()
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith(f"error: --scheduler {address}: no Dask scheduler answered")
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert time.monotonic() - started < 30
+    assert not list((tmp_path / "out").glob("*.deb")) and not (tmp_path / "out/index.json").exists()
+
+
+def test_dask_is_imported_only_for_a_cluster_build():
+    code = (
+        "import sys, gfxpack.cli, gfxpack.build, gfxpack.release; "
+        "print('distributed' in sys.modules, 'dask' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.split() == ["False", "False"]
