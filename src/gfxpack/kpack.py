@@ -113,7 +113,7 @@ class KpackWriter:
     >>> import io
     >>> out = io.BytesIO()
     >>> with KpackWriter(out, group="blas_lib", arch="gfx942") as writer:
-    ...     writer.add("lib/librocblas.so#0", b"\\x7fELF code object")
+    ...     digest = writer.add("lib/librocblas.so#0", b"\\x7fELF code object")
     >>> KpackReader(io.BytesIO(out.getvalue())).read("lib/librocblas.so#0")
     b'\\x7fELF code object'
     """
