@@ -78,6 +78,24 @@ def test_arch_defaults_and_lookup_needs_arch_only_when_ambiguous():
         got.read("k", "gfx1100")
 
 
+def test_objects_compressed_elsewhere_give_the_same_archive():
+    code = {"a#0": bytes(range(256)) * 8000, "b#0": b"\x7fELF small"}  # one past 1 MB
+    direct, ahead = io.BytesIO(), io.BytesIO()
+    with KpackWriter(direct, "g_lib", "gfx942") as writer:
+        digests = [writer.add(key, data) for key, data in code.items()]
+    with KpackWriter(ahead, "g_lib", "gfx942") as writer:
+        for key, data in code.items():
+            writer.add_compressed(key, kpack.compress_code(memoryview(data)))
+    assert ahead.getvalue() == direct.getvalue()
+    assert digests == [hashlib.sha256(data).hexdigest() for data in code.values()]
+    assert KpackReader(io.BytesIO(ahead.getvalue())).read("a#0") == code["a#0"]
+    with (
+        KpackWriter(io.BytesIO(), "g_lib", "gfx942", compression="none") as plain,
+        pytest.raises(ValueError, match="uncompressed"),
+    ):
+        plain.add_compressed("a#0", kpack.compress_code(b"x"))
+
+
 def test_duplicate_key_and_arch_is_refused():
     writer = KpackWriter(io.BytesIO(), "g", "gfx942")
     writer.add("k", b"a")

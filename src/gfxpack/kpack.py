@@ -113,7 +113,7 @@ class KpackWriter:
     >>> import io
     >>> out = io.BytesIO()
     >>> with KpackWriter(out, group="blas_lib", arch="gfx942") as writer:
-    ...     writer.add("lib/librocblas.so#0", b"\\x7fELF code object")
+    ...     digest = writer.add("lib/librocblas.so#0", b"\\x7fELF code object")
     >>> KpackReader(io.BytesIO(out.getvalue())).read("lib/librocblas.so#0")
     b'\\x7fELF code object'
     """
@@ -143,28 +143,65 @@ class KpackWriter:
         if self._compressor is not None:
             out.write(U32.pack(0))  # the frame count, back-patched on close
 
-    def add(self, toc_key: str, code: bytes, arch: str | None = None, metadata: Any = None) -> None:
-        """Append one code object under ``(toc_key, arch)``."""
+    def add(self, toc_key: str, code: bytes, arch: str | None = None, metadata: Any = None) -> str:
+        """Append one code object under ``(toc_key, arch)``; its sha256 (hex), as
+        recorded in the TOC, so callers need not hash the same bytes again."""
+        arch = self._new_entry(toc_key, arch)
+        if self._compressor is None:
+            digest = hashlib.sha256(code).hexdigest()
+            self._append(toc_key, arch, metadata, len(code), digest, code)
+        else:
+            frame, digest = _compress_and_hash(self._compressor, code)
+            self._append(toc_key, arch, metadata, len(code), digest, frame)
+        return digest
+
+    def add_compressed(
+        self,
+        toc_key: str,
+        compressed: tuple[int, bytes, str],
+        arch: str | None = None,
+        metadata: Any = None,
+    ) -> None:
+        """Append one code object that :func:`compress_code` compressed beforehand:
+        ``(its size, the zstd frame, its sha256)``. Callers compress on several
+        threads and add in a fixed order from one, so the archive's bytes do not
+        depend on which thread finished first."""
+        arch = self._new_entry(toc_key, arch)
+        if self._compressor is None:
+            raise ValueError("this archive stores code objects uncompressed")
+        size, frame, digest = compressed
+        self._append(toc_key, arch, metadata, size, digest, frame)
+
+    def _new_entry(self, toc_key: str, arch: str | None) -> str:
         arch = arch or self._arch
         if arch in self._toc.get(toc_key, {}):
             raise ValueError(f"duplicate code object {toc_key!r} for {arch}")
+        return arch
+
+    def _append(
+        self,
+        toc_key: str,
+        arch: str,
+        metadata: Any,
+        size: int,
+        digest: str,
+        stored: bytes | memoryview,
+    ) -> None:
         entry: dict[str, Any] = {
             "type": "hsaco",
             "ordinal": len(self._locations),
-            "original_size": len(code),
+            "original_size": size,
         }
         if metadata is not None:
             entry["metadata"] = metadata
+        entry[DIGEST] = digest
         position = self._out.tell()
         if self._compressor is None:
-            entry[DIGEST] = hashlib.sha256(code).hexdigest()
-            self._locations.append({"offset": position, "size": len(code)})
-            self._out.write(code)
+            self._locations.append({"offset": position, "size": size})
         else:
-            frame, entry[DIGEST] = _compress_and_hash(self._compressor, code)
             self._locations.append(position)
-            self._out.write(U32.pack(len(frame)))
-            self._out.write(frame)
+            self._out.write(U32.pack(len(stored)))
+        self._out.write(stored)
         self._toc.setdefault(toc_key, {})[arch] = entry
         self._arches.add(arch)
 
@@ -215,7 +252,9 @@ class KpackWriter:
 _PARALLEL_HASH = 1 << 20  # below this, a second thread costs more than it saves
 
 
-def _compress_and_hash(compressor: zstandard.ZstdCompressor, code: bytes) -> tuple[bytes, str]:
+def _compress_and_hash(
+    compressor: zstandard.ZstdCompressor, code: bytes | memoryview
+) -> tuple[bytes, str]:
     """The zstd frame and sha256 of one object. Both release the GIL, so a large object
     is hashed on a second thread while it compresses: recording digests costs the
     writer little on a machine with a spare core. A thread per object, not a pool: a
@@ -230,6 +269,21 @@ def _compress_and_hash(compressor: zstandard.ZstdCompressor, code: bytes) -> tup
     finally:
         hasher.join()
     return frame, digest.hexdigest()
+
+
+_compressors = threading.local()  # one per thread and level: a compressor is not shareable
+
+
+def compress_code(code: bytes | memoryview, level: int = DEFAULT_LEVEL) -> tuple[int, bytes, str]:
+    """(size, zstd frame, sha256) of one code object, for
+    :meth:`KpackWriter.add_compressed`; safe to call from any number of threads."""
+    name = f"level{level}"
+    compressor: zstandard.ZstdCompressor | None = getattr(_compressors, name, None)
+    if compressor is None:
+        compressor = zstandard.ZstdCompressor(level=level)
+        setattr(_compressors, name, compressor)
+    frame, digest = _compress_and_hash(compressor, code)
+    return len(code), frame, digest
 
 
 def read_code_object(path: str | os.PathLike[str]) -> bytes:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import filecmp
+import hashlib
+import io
 import json
 import shutil
 import subprocess
@@ -19,7 +21,7 @@ from gfxpack.fatbin.join import join_tree
 from gfxpack.fatbin.reader import FatBinary
 from gfxpack.fatbin.resolve import ArchNotFound, read_references, resolve
 from gfxpack.fatbin.split import data_file_arch, split_tree
-from gfxpack.kpack import KpackReader
+from gfxpack.kpack import KpackReader, KpackWriter
 from tests.fatbin.conftest import TARGETS, HipBuild
 from tests.fatbin.test_bundle import ccob
 
@@ -296,6 +298,63 @@ def test_join_checks_every_byte_and_writes_nothing_on_a_mismatch(
     index_path.write_bytes(msgpack.packb(index, use_bin_type=True))
     result = CliRunner().invoke(cli, ["join", str(tmp_path / "out"), "--out", str(tmp_path / "j")])
     assert "does not add up to the original's size" in result.stderr
+
+
+@pytest.mark.slow
+def test_recorded_digest_is_the_one_computed_from_the_original_alone(
+    hip_build: HipBuild, tmp_path: Path
+):
+    # split takes each code object's sha256 from its archive writer instead of hashing
+    # it again: the digest it records must be the one the original's bytes give alone.
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    shutil.copy2(hip_build.two_files, tree / "libtwo.so")
+    split_tree(tree, tmp_path / "out", name="demo_lib", jobs=2)
+    index = msgpack.unpackb((tmp_path / "out" / "gfxpack-split.msgpack").read_bytes())
+    (_, _, kind, recorded) = index["jobs"][0]["files"][-1]
+    assert kind == "binary"
+    with FatBinary(tree / "libtwo.so") as fat:
+        alone = rewrite.split_binary(fat, io.BytesIO(), "x", ["y"], lambda t: t.processor)
+    assert sum(p[0] == 2 and p[4] == 0 for p in recorded["pieces"]) >= 2  # whole objects
+    assert recorded["sha256"] == alone.sha256
+    assert alone.sha256 != hashlib.sha256((tree / "libtwo.so").read_bytes()).hexdigest()
+
+
+@pytest.mark.slow
+def test_join_detects_a_changed_code_object_or_host_byte(hip_build: HipBuild, tmp_path: Path):
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    shutil.copy2(hip_build.one_file, tree / "libone.so")
+    out = tmp_path / "out"
+    split_tree(tree, out, name="demo_lib")
+    archive = out / "demo_lib_gfx90a/stage/.kpack/demo_lib_gfx90a.kpack"
+    original = archive.read_bytes()
+    # A well-formed archive (its own digests agree) whose code object differs by one bit.
+    with KpackReader.open(archive) as reader:
+        kernels = [(k, bytearray(reader.read_kernel(k))) for k in reader.kernels]
+        group, family, arches = reader.group, reader.arch_family, reader.arches
+    kernels[0][1][len(kernels[0][1]) // 2] ^= 1
+    with open(archive, "wb") as handle, KpackWriter(handle, group, family, arches=arches) as w:
+        for kernel, code in kernels:
+            w.add(kernel.toc_key, bytes(code), kernel.arch)
+    result = CliRunner().invoke(cli, ["join", str(out), "--out", str(tmp_path / "j")])
+    assert result.exit_code == 1
+    assert "libone.so: the joined bytes differ from the original (sha256 mismatch)" in result.stderr
+    assert not (tmp_path / "j").exists()
+    archive.write_bytes(original)
+    host = out / "demo_lib_generic/stage/libone.so"
+    data = bytearray(host.read_bytes())
+    data[100] ^= 1  # in the program headers, which the host file keeps as they were
+    host.unlink()  # a hard link to the input: write a new file
+    host.write_bytes(bytes(data))
+    result = CliRunner().invoke(cli, ["join", str(out), "--out", str(tmp_path / "j")])
+    assert result.exit_code == 1
+    assert "sha256 mismatch" in result.stderr
+    data[100] ^= 1
+    host.unlink()
+    host.write_bytes(bytes(data))
+    join_tree(out, tmp_path / "j")
+    assert (tmp_path / "j" / "libone.so").read_bytes() == (tree / "libone.so").read_bytes()
 
 
 @pytest.mark.slow

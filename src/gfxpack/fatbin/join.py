@@ -4,8 +4,10 @@ The host file is the original with ``[start, end)`` replaced by one page, a few
 bytes patched and a tail appended (see :mod:`gfxpack.fatbin.rewrite`). Joining
 copies the host's head and body back, undoes the patches, and rebuilds the
 removed range from the recipe's pieces: zero runs, literal bytes, and slices of
-code objects read from the archives. The result's sha256 must match the one
-recorded at split time, or nothing is written.
+code objects read from the archives. The result's digest (a sha256 of the
+original taking each whole code object by its own sha256, see
+:class:`~gfxpack.fatbin.rewrite.OriginalDigest`) must match the one recorded at
+split time, or nothing is written.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any, BinaryIO
 
 from gfxpack import kpack
 from gfxpack.errors import GfxpackError
-from gfxpack.fatbin.rewrite import COPY_CHUNK, Recipe
+from gfxpack.fatbin.rewrite import COPY_CHUNK, OriginalDigest, Recipe
 
 CodeLookup = Callable[[str, str, str], bytes]  # (archive label, target id, toc key) -> code
 
@@ -40,7 +42,7 @@ def join_binary(
     """Write the original of ``host`` to ``out``; JoinError when it does not match.
     ``literals`` is the split's data file, for records that refer to it."""
     _check_pieces(host, recipe)
-    digest = hashlib.sha256()
+    digest = OriginalDigest()
     host_size = host.stat().st_size
     body = recipe.original_size - recipe.end  # bytes after the removed range
     if host_size < recipe.start + recipe.page + body:
@@ -72,7 +74,11 @@ def join_binary(
                 code = cache[wanted]
                 if skip + length > len(code):
                     raise JoinError(f"{host}: {key} for {target} is shorter than recorded")
-                emit(code[skip : skip + length])
+                if skip == 0 and length == len(code):  # a whole code object
+                    out.write(code)
+                    digest.code_object(length, hashlib.sha256(code).digest())
+                else:
+                    emit(code[skip : skip + length])
         _copy_unpatched(source, recipe.start + recipe.page, recipe.end, body, patches, emit)
     if digest.hexdigest() != recipe.sha256:
         raise JoinError(f"{host}: the joined bytes differ from the original (sha256 mismatch)")

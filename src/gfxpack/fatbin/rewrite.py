@@ -21,7 +21,9 @@ removed address range stays reserved as a hole between two segments.
 
 The output is the input with one range replaced, a few bytes patched and a
 tail appended, so the original comes back from the host file, the code
-objects and a small :class:`Recipe` (see :mod:`gfxpack.fatbin.join`).
+objects and a small :class:`Recipe` (see :mod:`gfxpack.fatbin.join`), whose
+:class:`OriginalDigest` join checks: it takes each code object by the sha256
+the archive writer computed anyway, so a split hashes no byte twice.
 
 Why not LIEF or pyelftools: LIEF's writer rebuilds the file its own way (it
 relocates the segment table and pads sections), so the result cannot be
@@ -36,7 +38,7 @@ from __future__ import annotations
 import hashlib
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO
 
@@ -51,6 +53,10 @@ REF_SECTION = ".rocm_kpack_ref"
 COPY_CHUNK = 1 << 22
 ZERO_RUN = re.compile(rb"\x00{256,}")
 INLINE_LITERAL = 4096  # longer literals go to the split's data file
+OBJECT_ENTRY = struct.Struct("<QQ")  # a whole code object's offset and size in the digest
+DIGEST_DOMAIN = b"gfxpack split: original digest 2\0"
+# (archive label, target id, toc key) -> (size, sha256) of a code object already hashed
+CodeDigests = Mapping[tuple[str, str, str], tuple[int, bytes]]
 
 
 class NotWorthSplitting(GfxpackError, ValueError):
@@ -69,7 +75,7 @@ class Recipe:
     """
 
     original_size: int
-    sha256: str
+    sha256: str  # the original's :class:`OriginalDigest`
     start: int
     end: int
     page: int
@@ -100,6 +106,40 @@ class Recipe:
         )
 
 
+class OriginalDigest:
+    """The digest of an original file that join checks, fed in file order.
+
+    A sha256 of the original in which every whole code object stands for its own
+    sha256, the one the archive writer records (and join recomputes from what it
+    reads back). Two running hashes: one over the bytes that are no whole code
+    object, concatenated in file order (so how they are chunked does not matter),
+    one over each whole code object's offset, size and sha256. Together with the
+    total size they fix every byte of the file: the objects' places and contents,
+    and the rest in between; changing any byte, or moving a boundary, changes it.
+    """
+
+    def __init__(self) -> None:
+        self._bytes = hashlib.sha256()
+        self._objects = hashlib.sha256()
+        self.position = 0
+
+    def update(self, data: bytes | memoryview) -> None:
+        """Bytes that are not a whole code object."""
+        for chunk_start in range(0, len(data), COPY_CHUNK):
+            self._bytes.update(data[chunk_start : chunk_start + COPY_CHUNK])
+        self.position += len(data)
+
+    def code_object(self, size: int, sha256: bytes) -> None:
+        """A whole code object of ``size`` bytes at the current position."""
+        self._objects.update(OBJECT_ENTRY.pack(self.position, size) + sha256)
+        self.position += size
+
+    def hexdigest(self) -> str:
+        whole = hashlib.sha256(DIGEST_DOMAIN + OBJECT_ENTRY.pack(self.position, 0))
+        whole.update(self._bytes.digest() + self._objects.digest())
+        return whole.hexdigest()
+
+
 def too_small(fat: FatBinary) -> str | None:
     """Why splitting would not pay (the reference itself takes a page), or None."""
     assert fat.fatbin is not None
@@ -123,22 +163,20 @@ def split_binary(
     kernel_name: str,
     search_paths: list[str],
     archive_of: Any,
-    original_sha256: str | None = None,
+    known: CodeDigests | None = None,
     literals: BinaryIO | None = None,
 ) -> Recipe:
     """Write the host part of ``fat`` to ``out``; return how to undo it.
 
     ``archive_of(target)`` names the archive a target's code objects go to (it
-    only labels the recipe); ``original_sha256`` is the input's digest when the
-    caller already computed it; long literal bytes of the recipe (compressed
+    only labels the recipe); ``known`` holds the sha256 of code objects the
+    caller already hashed (the others are hashed here); long literal bytes of the recipe (compressed
     bundles) go to ``literals`` when given. Raises :class:`NotWorthSplitting` when the device
     code spans fewer than two full pages, InvalidFatBinary when the layout
     cannot be rewritten.
     """
     try:
-        return _split_binary(
-            fat, out, kernel_name, search_paths, archive_of, original_sha256, literals
-        )
+        return _split_binary(fat, out, kernel_name, search_paths, archive_of, known or {}, literals)
     except struct.error:
         # A header field the rewrite moved no longer fits its width (a corrupt input).
         raise _fail(fat, "a header field is out of range once moved") from None
@@ -150,7 +188,7 @@ def _split_binary(
     kernel_name: str,
     search_paths: list[str],
     archive_of: Any,
-    original_sha256: str | None,
+    known: CodeDigests,
     literals: BinaryIO | None,
 ) -> Recipe:
     assert fat.elf is not None and fat.fatbin is not None
@@ -269,8 +307,11 @@ def _split_binary(
     for section in sections:
         out.write(section.pack())
 
-    recipe = Recipe(image.size, original_sha256 or sha256_of(data), start, end, PAGE)
-    recipe.pieces = list(_pieces(fat, start, end, kernel_name, archive_of, literals))
+    digest = OriginalDigest()
+    digest.update(data[:start])
+    pieces = list(_pieces(fat, start, end, kernel_name, archive_of, (known, digest), literals))
+    digest.update(data[end : image.size])
+    recipe = Recipe(image.size, digest.hexdigest(), start, end, PAGE, pieces)
     recipe.patches = sorted(
         (offset, bytes(data[offset : offset + len(p)])) for offset, p in patches.items()
     )
@@ -308,10 +349,13 @@ def _pieces(
     end: int,
     kernel_name: str,
     archive_of: Any,
+    digests: tuple[CodeDigests, OriginalDigest],
     literals: BinaryIO | None,
 ) -> Iterator[list[Any]]:
-    """The removed range as zero runs, literal bytes and code-object references."""
+    """The removed range as zero runs, literal bytes and code-object references,
+    fed to the original's digest as they come."""
     assert fat.fatbin is not None
+    known, digest = digests
     base = fat.fatbin.offset
     objects: list[tuple[int, int, list[Any]]] = []
     seen: set[int] = set()
@@ -331,19 +375,33 @@ def _pieces(
     for first, last, ref in sorted(objects, key=lambda o: o[0]):
         if last <= start or first >= end:
             continue
-        yield from _gap(data, position, max(first, start), literals)
+        yield from _gap(data, position, max(first, start), literals, digest)
         clip_from, clip_to = max(first, start), min(last, end)
+        if (clip_from, clip_to) == (first, last):
+            size, sha256 = known.get((ref[1], ref[2], ref[3])) or (0, b"")
+            if size != last - first:
+                size, sha256 = last - first, hashlib.sha256(data[first:last]).digest()
+            digest.code_object(size, sha256)
+        else:  # a code object the cut splits: its bytes count one by one
+            digest.update(data[clip_from:clip_to])
         yield [*ref, clip_from - first, clip_to - clip_from]
         position = clip_to
-    yield from _gap(data, position, end, literals)
+    yield from _gap(data, position, end, literals, digest)
 
 
-def _gap(data: memoryview, first: int, last: int, literals: BinaryIO | None) -> Iterator[list[Any]]:
+def _gap(
+    data: memoryview,
+    first: int,
+    last: int,
+    literals: BinaryIO | None,
+    digest: OriginalDigest,
+) -> Iterator[list[Any]]:
     """Bytes that are no code object: zero runs, short literals inline, long ones
     (compressed bundles) streamed to ``literals`` and referenced by position."""
     if first >= last:
         return
     chunk = data[first:last]
+    digest.update(chunk)
     position = 0
     for run in ZERO_RUN.finditer(chunk):
         if run.start() > position:
@@ -382,15 +440,6 @@ def _copy(out: BinaryIO, data: memoryview, first: int, last: int) -> None:
         out.write(data[chunk_start : min(last, chunk_start + COPY_CHUNK)])
 
 
-def sha256_of(data: memoryview) -> str:
-    """The sha256 of a whole file's bytes (hashlib releases the GIL: callers may run
-    it in a thread while other work goes on)."""
-    digest = hashlib.sha256()
-    for chunk_start in range(0, len(data), COPY_CHUNK):
-        digest.update(data[chunk_start : chunk_start + COPY_CHUNK])
-    return digest.hexdigest()
-
-
 def _align_up(value: int, alignment: int) -> int:
     return -(-value // alignment) * alignment
 
@@ -399,4 +448,12 @@ def _fail(fat: FatBinary, problem: str) -> InvalidFatBinary:
     return InvalidFatBinary(fat.path, f"cannot rewrite: {problem}")
 
 
-__all__ = ["REF_SECTION", "NotWorthSplitting", "Recipe", "reference", "split_binary"]
+__all__ = [
+    "REF_SECTION",
+    "CodeDigests",
+    "NotWorthSplitting",
+    "OriginalDigest",
+    "Recipe",
+    "reference",
+    "split_binary",
+]

@@ -31,8 +31,9 @@ import posixpath
 import re
 import shutil
 import stat
+from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -45,13 +46,13 @@ from gfxpack.errors import GfxpackError
 from gfxpack.fatbin import InvalidFatBinary
 from gfxpack.fatbin.bundle import CodeObject
 from gfxpack.fatbin.reader import FatBinary
-from gfxpack.fatbin.rewrite import NotWorthSplitting, sha256_of, split_binary, too_small
+from gfxpack.fatbin.rewrite import CodeDigests, NotWorthSplitting, split_binary, too_small
 from gfxpack.fatbin.targets import MACH
 from gfxpack.plan.artifact_index import ARTIFACT_DIR, GENERIC
 
 INDEX = "gfxpack-split.msgpack"
 LITERALS = "gfxpack-split.data"  # long literal bytes of the join records
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # 2: the original's digest takes code objects by their sha256
 TREE_PREFIX = "stage"
 DEFAULT_KPACK_DIR = ".kpack"
 ARCH_PLACEHOLDER = "@GFXARCH@"
@@ -296,8 +297,8 @@ def _split_job(
         files.append([f"{generic}/{MANIFEST}", f"{job.source}/{MANIFEST}", "file", None])
     else:
         (out / generic / MANIFEST).write_text(f"{TREE_PREFIX}\n")
-    archives = _Archives(job, out, report, arch_dirs)
-    with ThreadPoolExecutor(jobs) as pool, ThreadPoolExecutor(1) as hasher:
+    archives = _Archives(job, out, report, arch_dirs, jobs)
+    with ThreadPoolExecutor(jobs) as pool:
         try:
             for prefix, root in job.prefixes:
                 if not root.is_dir():
@@ -306,9 +307,7 @@ def _split_job(
                     item = _Found(generic, prefix, relpath, _original_path(job, prefix, relpath))
                     done = None
                     if entry == "file":
-                        done = _split_file(
-                            job, out, report, archives, (pool, hasher, literals), root, item
-                        )
+                        done = _split_file(job, out, report, archives, (pool, literals), root, item)
                     files.append(
                         done
                         or _copy_entry(job, out, report, arch_dirs, prefix, root, relpath, entry)
@@ -331,24 +330,23 @@ def _split_file(
     out: Path,
     report: SplitReport,
     archives: _Archives,
-    helpers: tuple[ThreadPoolExecutor, ThreadPoolExecutor, BinaryIO],
+    helpers: tuple[ThreadPoolExecutor, BinaryIO],
     root: Path,
     item: _Found,
 ) -> list[Any] | None:
     """Split one file if it carries device code worth splitting: its index entry,
     or None when it is to be copied as it is."""
-    pool, hasher, literals = helpers
+    pool, literals = helpers
     with FatBinary(root / item.relpath) as binary:
         reason = binary.unsplittable or (too_small(binary) if binary.devices else None)
         if reason:
             report.notes.append(f"{binary.path}: kept whole: {reason}")
         if reason or not binary.devices:
             return None
-        # The original's digest (join checks it) is computed while its code
-        # objects are compressed.
-        digest = hasher.submit(sha256_of, binary.view)
-        archives.add(binary, item, pool)
-        recipe = _rewrite(job, binary, item, out, report, digest.result(), literals)
+        # The archives hash every code object they store; the original's digest
+        # (join checks it) reuses those, so no byte is hashed twice.
+        known = archives.add(binary, item, pool)
+        recipe = _rewrite(job, binary, item, out, report, known, literals)
         return [item.out_path, item.original, "binary" if recipe else "file", recipe]
 
 
@@ -435,8 +433,16 @@ class _Archives:
     """The job's archives, one per processor, each opened when its first code object
     comes (so ``gfx_arches`` lists exactly the target ids it holds)."""
 
-    def __init__(self, job: _Job, out: Path, report: SplitReport, arch_dirs: dict[str, set[str]]):
+    def __init__(
+        self,
+        job: _Job,
+        out: Path,
+        report: SplitReport,
+        arch_dirs: dict[str, set[str]],
+        jobs: int,
+    ):
         self._job, self._out, self._report, self._arch_dirs = job, out, report, arch_dirs
+        self._jobs = jobs
         self._handles: dict[str, BinaryIO] = {}
         self._writers: dict[str, kpack.KpackWriter] = {}
         self.paths: dict[str, str] = {}  # processor -> archive path relative to OUT
@@ -457,28 +463,52 @@ class _Archives:
             self.paths[arch] = relpath
         return self._writers[arch]
 
-    def add(self, binary: FatBinary, item: _Found, pool: ThreadPoolExecutor) -> None:
-        """Every code object of one binary, under ``<prefix>/<path>#<wrapper index>``."""
+    def add(self, binary: FatBinary, item: _Found, pool: ThreadPoolExecutor) -> CodeDigests:
+        """Every code object of one binary, under ``<prefix>/<path>#<wrapper index>``;
+        the size and sha256 of each, by (processor, target id, key).
+
+        The pool's threads compress and hash (both release the GIL) a few objects
+        ahead, with no wait between bundles; this thread adds them in bundle order,
+        so each archive's bytes do not depend on which thread finished first.
+        xnack variants go into their processor's archive."""
         kernel_name = f"{item.prefix}/{item.relpath}"
-        for device in binary.devices:
-            key = f"{kernel_name}#{device.wrapper.index}"
-            # Archives fill concurrently (zstd releases the GIL), each from one
-            # thread, in bundle order: xnack variants share their processor's.
-            by_arch: dict[str, list[CodeObject]] = {}
-            for obj in device.bundle.code_objects:
-                by_arch.setdefault(obj.target.processor, []).append(obj)
-                totals = self._report.arches.setdefault(obj.target.processor, ArchTotals())
-                totals.code_objects += 1
-                totals.code_bytes += obj.size
-            contents = device.bundle.contents()  # one bundle decompressed at a time
-            adds = [
-                pool.submit(
-                    _add_all, self._writer(arch, str(objects[0].target)), key, contents, objects
-                )
-                for arch, objects in by_arch.items()
-            ]
-            for add in adds:
-                add.result()
+        digests: dict[tuple[str, str, str], tuple[int, bytes]] = {}
+        ahead = 2 * self._jobs  # bounds the bundles decompressed at once
+        pending: deque[tuple[str, CodeObject, Future[tuple[int, bytes, str]]]] = deque()
+        try:
+            for device in binary.devices:
+                key = f"{kernel_name}#{device.wrapper.index}"
+                contents = device.bundle.contents()
+                for obj in device.bundle.code_objects:
+                    totals = self._report.arches.setdefault(obj.target.processor, ArchTotals())
+                    totals.code_objects += 1
+                    totals.code_bytes += obj.size
+                    code = contents[obj.offset : obj.offset + obj.size]
+                    pending.append((key, obj, pool.submit(kpack.compress_code, code)))
+                    if len(pending) > ahead:
+                        self._store(*pending.popleft(), digests)
+            while pending:
+                self._store(*pending.popleft(), digests)
+        finally:
+            # Nothing may still read the binary's map once it is closed.
+            for *_, task in pending:
+                task.cancel()
+            wait([task for *_, task in pending])
+        return digests
+
+    def _store(
+        self,
+        key: str,
+        obj: CodeObject,
+        task: Future[tuple[int, bytes, str]],
+        digests: dict[tuple[str, str, str], tuple[int, bytes]],
+    ) -> None:
+        size, frame, sha256 = task.result()
+        target = str(obj.target)
+        self._writer(obj.target.processor, target).add_compressed(
+            key, (size, frame, sha256), target
+        )
+        digests[obj.target.processor, target, key] = (size, bytes.fromhex(sha256))
 
     def close(self) -> dict[str, str]:
         try:
@@ -492,20 +522,13 @@ class _Archives:
         return dict(sorted(self.paths.items()))
 
 
-def _add_all(
-    writer: kpack.KpackWriter, key: str, contents: memoryview, objects: list[CodeObject]
-) -> None:
-    for obj in objects:
-        writer.add(key, bytes(contents[obj.offset : obj.offset + obj.size]), str(obj.target))
-
-
 def _rewrite(
     job: _Job,
     binary: FatBinary,
     item: _Found,
     out: Path,
     report: SplitReport,
-    digest: str,
+    known: CodeDigests,
     literals: BinaryIO,
 ) -> dict[str, Any] | None:
     """Write the host part of one fat binary; its join recipe, or None if kept whole.
@@ -522,7 +545,7 @@ def _rewrite(
     try:
         with open(destination, "wb") as handle:
             recipe = split_binary(
-                binary, handle, kernel_name, [search], lambda t: t.processor, digest, literals
+                binary, handle, kernel_name, [search], lambda t: t.processor, known, literals
             )
     except NotWorthSplitting as e:
         destination.unlink()
@@ -561,6 +584,8 @@ def read_index(split: Path) -> dict[str, Any]:
         raise SplitError(f"{split}: no {INDEX}; not made by 'gfxpack split'") from None
     except (OSError, ValueError, msgpack.UnpackException) as e:
         raise SplitError(f"{path}: unreadable: {e}") from None
+    if isinstance(index, dict) and index.get("format") == 1:
+        raise SplitError(f"{path}: made by an earlier gfxpack; split the input again")
     if not isinstance(index, dict) or index.get("format") != INDEX_FORMAT:
         raise SplitError(f"{path}: unknown format")
     return index
