@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gfxpack.build import BuildOptions
+from gfxpack.build import BuildOptions, package_info
 from gfxpack.cli import cli
 from gfxpack.release import ReleaseOptions, build_release
 from tests.conftest import EXAMPLE_CONFIG
@@ -119,3 +119,42 @@ def test_dask_is_imported_only_for_a_cluster_build():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.split() == ["False", "False"]
+
+
+def test_tasks_balance_payload_and_keep_a_package_s_formats_together(example_artifacts):
+    from gfxpack.dask_executor import batches
+    from gfxpack.formats import FORMATS
+    from gfxpack.formats.payload import installed_size
+    from gfxpack.release import prepare
+
+    release = prepare(EXAMPLE_CONFIG, example_artifacts, ReleaseOptions("8.2.0"))
+    jobs = [
+        (
+            package,
+            fmt,
+            package_info(
+                release.plan, package, fmt, release.routed.get(package.key, ()), BuildOptions()
+            ),
+        )
+        for package in release.plan.packages
+        for fmt in FORMATS
+    ]
+    tasks = batches(jobs, 10)
+    assert len(tasks) == 10
+    # Every job once, and each package's formats in the one task.
+    assert sorted((p.key, f.name) for task in tasks for p, f, _ in task) == sorted(
+        (p.key, f.name) for p, f, _ in jobs
+    )
+    owner = {}
+    for number, task in enumerate(tasks):
+        for package, _, _ in task:
+            assert owner.setdefault(package.key, number) == number
+    # The largest package is a task of its own when it is more than a task's share.
+    payload = {p.key: installed_size(i.entries) for p, _, i in jobs}
+    largest = max(payload, key=payload.__getitem__)
+    assert payload[largest] > sum(payload.values()) / 10
+    assert {
+        p.key for task in tasks for p, _, _ in task if any(q.key == largest for q, _, _ in task)
+    } == {largest}
+    # Fewer packages than tasks asked for: one task each.
+    assert len(batches(jobs[:3], 8)) == len({p.key for p, _, _ in jobs[:3]})
