@@ -24,9 +24,14 @@ distributed = pytest.importorskip("distributed", reason="dask.distributed (gfxpa
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A LocalCluster of two worker processes, as a real cluster would run them."""
+    """A LocalCluster of two worker processes, as a real cluster would run them (as the
+    README starts its workers: gfxpack preloaded)."""
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        preload=["gfxpack.dask_executor"],
     ) as local:
         yield local
 
@@ -50,6 +55,25 @@ def test_a_cluster_build_is_the_local_build(cluster, example_artifacts, example_
     assert digests(tmp_path) == digests(example_release.out)
     assert seen == list(range(1, len(built) + 1))  # progress as the cluster reports it
     assert leftovers(tmp_path) == []
+
+
+def _worker_state() -> tuple[bool, bool, bool]:
+    import gfxpack.dask_executor
+
+    return (
+        "zstandard" in sys.modules,
+        "MALLOC_TRIM_THRESHOLD_" in os.environ,
+        gfxpack.dask_executor._heap_set,
+    )
+
+
+def test_preloaded_workers_are_ready_before_their_first_task(cluster):
+    # Loaded by --preload as the worker started: the writers' compressor, and glibc's
+    # malloc thresholds put back where the nanny's environment froze them.
+    with distributed.Client(cluster.scheduler_address, set_as_default=False) as client:
+        states = client.run(_worker_state)
+    assert len(states) == 2
+    assert set(states.values()) == {(True, True, True)}
 
 
 def test_a_killed_worker_s_jobs_run_elsewhere(

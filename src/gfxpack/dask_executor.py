@@ -1,15 +1,17 @@
 """Build jobs on a Dask cluster (``gfxpack build --scheduler tcp://HOST:8786``).
 
-One task per package (its formats one after the other), submitted through
-dask.distributed's Client to a
-cluster that already runs. Every worker runs the same job as a local pool's
+The jobs go in a few tasks per worker thread, balanced by payload (a package's
+formats in one task), submitted through dask.distributed's Client to a cluster
+that already runs. Every worker runs the same job as a local pool's
 process (:func:`gfxpack.build.write_package`): it reads the artifacts and writes
 the package under OUT's scratch directory, then renames it into OUT. So the
 artifacts and OUT must be at the same absolute path on every worker (a shared
 file system), and every worker needs the same gfxpack installed.
 
 When a worker dies, the scheduler gives its tasks to another worker; a task
-whose workers keep dying fails the build with one line naming the package.
+whose workers keep dying fails the build with one line naming its packages.
+Workers started with ``--preload gfxpack.dask_executor`` load a job's code as
+they start (:func:`dask_setup`).
 The partial file a dead worker leaves lies in the scratch directory, which the
 build removes. dask is imported here only, when a build asks for a cluster.
 """
