@@ -52,7 +52,7 @@ def digests(out: Path) -> dict[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--scale", type=float, default=1.0, help="artifact file sizes")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:

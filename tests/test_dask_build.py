@@ -180,5 +180,10 @@ def test_tasks_balance_payload_and_keep_a_package_s_formats_together(example_art
     assert {
         p.key for task in tasks for p, _, _ in task if any(q.key == largest for q, _, _ in task)
     } == {largest}
+    # Balanced: no task holds more than a task's share plus its largest package.
+    loads = [sum(payload[p.key] for p, f, _ in task if f is FORMATS[0]) for task in tasks]
+    share = sum(payload.values()) / 10
+    assert max(loads) <= share + max(payload.values())
+    assert min(loads) >= share / 4
     # Fewer packages than tasks asked for: one task each.
     assert len(batches(jobs[:3], 8)) == len({p.key for p, _, _ in jobs[:3]})
