@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gfxpack.build import BuildOptions
+from gfxpack.build import BuildOptions, package_info
 from gfxpack.cli import cli
 from gfxpack.release import ReleaseOptions, build_release
 from tests.conftest import EXAMPLE_CONFIG
@@ -24,9 +24,14 @@ distributed = pytest.importorskip("distributed", reason="dask.distributed (gfxpa
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A LocalCluster of two worker processes, as a real cluster would run them."""
+    """A LocalCluster of two worker processes, as a real cluster would run them (as the
+    README starts its workers: gfxpack preloaded)."""
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        preload=["gfxpack.dask_executor"],
     ) as local:
         yield local
 
@@ -50,6 +55,25 @@ def test_a_cluster_build_is_the_local_build(cluster, example_artifacts, example_
     assert digests(tmp_path) == digests(example_release.out)
     assert seen == list(range(1, len(built) + 1))  # progress as the cluster reports it
     assert leftovers(tmp_path) == []
+
+
+def _worker_state() -> tuple[bool, bool, bool]:
+    import gfxpack.dask_executor
+
+    return (
+        "zstandard" in sys.modules,
+        "MALLOC_TRIM_THRESHOLD_" in os.environ,
+        gfxpack.dask_executor._heap_set,
+    )
+
+
+def test_preloaded_workers_are_ready_before_their_first_task(cluster):
+    # Loaded by --preload as the worker started: the writers' compressor, and glibc's
+    # malloc thresholds put back where the nanny's environment froze them.
+    with distributed.Client(cluster.scheduler_address, set_as_default=False) as client:
+        states = client.run(_worker_state)
+    assert len(states) == 2
+    assert set(states.values()) == {(True, True, True)}
 
 
 def test_a_killed_worker_s_jobs_run_elsewhere(
@@ -119,3 +143,47 @@ def test_dask_is_imported_only_for_a_cluster_build():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.split() == ["False", "False"]
+
+
+def test_tasks_balance_payload_and_keep_a_package_s_formats_together(example_artifacts):
+    from gfxpack.dask_executor import batches
+    from gfxpack.formats import FORMATS
+    from gfxpack.formats.payload import installed_size
+    from gfxpack.release import prepare
+
+    release = prepare(EXAMPLE_CONFIG, example_artifacts, ReleaseOptions("8.2.0"))
+    jobs = [
+        (
+            package,
+            fmt,
+            package_info(
+                release.plan, package, fmt, release.routed.get(package.key, ()), BuildOptions()
+            ),
+        )
+        for package in release.plan.packages
+        for fmt in FORMATS
+    ]
+    tasks = batches(jobs, 10)
+    assert len(tasks) == 10
+    # Every job once, and each package's formats in the one task.
+    assert sorted((p.key, f.name) for task in tasks for p, f, _ in task) == sorted(
+        (p.key, f.name) for p, f, _ in jobs
+    )
+    owner = {}
+    for number, task in enumerate(tasks):
+        for package, _, _ in task:
+            assert owner.setdefault(package.key, number) == number
+    # The largest package is a task of its own when it is more than a task's share.
+    payload = {p.key: installed_size(i.entries) for p, _, i in jobs}
+    largest = max(payload, key=payload.__getitem__)
+    assert payload[largest] > sum(payload.values()) / 10
+    assert {
+        p.key for task in tasks for p, _, _ in task if any(q.key == largest for q, _, _ in task)
+    } == {largest}
+    # Balanced: no task holds more than a task's share plus its largest package.
+    loads = [sum(payload[p.key] for p, f, _ in task if f is FORMATS[0]) for task in tasks]
+    share = sum(payload.values()) / 10
+    assert max(loads) <= share + max(payload.values())
+    assert min(loads) >= share / 4
+    # Fewer packages than tasks asked for: one task each.
+    assert len(batches(jobs[:3], 8)) == len({p.key for p, _, _ in jobs[:3]})

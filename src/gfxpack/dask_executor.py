@@ -1,15 +1,17 @@
 """Build jobs on a Dask cluster (``gfxpack build --scheduler tcp://HOST:8786``).
 
-One task per package (its formats one after the other), submitted through
-dask.distributed's Client to a
-cluster that already runs. Every worker runs the same job as a local pool's
+The jobs go in a few tasks per worker thread, balanced by payload (a package's
+formats in one task), submitted through dask.distributed's Client to a cluster
+that already runs. Every worker runs the same job as a local pool's
 process (:func:`gfxpack.build.write_package`): it reads the artifacts and writes
 the package under OUT's scratch directory, then renames it into OUT. So the
 artifacts and OUT must be at the same absolute path on every worker (a shared
 file system), and every worker needs the same gfxpack installed.
 
 When a worker dies, the scheduler gives its tasks to another worker; a task
-whose workers keep dying fails the build with one line naming the package.
+whose workers keep dying fails the build with one line naming its packages.
+Workers started with ``--preload gfxpack.dask_executor`` load a job's code as
+they start (:func:`dask_setup`).
 The partial file a dead worker leaves lies in the scratch directory, which the
 build removes. dask is imported here only, when a build asks for a cluster.
 """
@@ -17,14 +19,28 @@ build removes. dask is imported here only, when a build asks for a cluster.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
+import os
 from collections.abc import Callable
 from typing import Any
 
 from gfxpack.build import BuildError, Job, JobResult, _guarded
 from gfxpack.formats import PackageFormat
+from gfxpack.formats.payload import archive_size_hint
 from gfxpack.plan import PlannedPackage
 
 Record = Callable[[PlannedPackage, PackageFormat, JobResult], None]
+# Tasks per worker thread: few enough that the cluster's per-task cost is small against
+# the work, enough that the last tasks are short and a lost worker loses little.
+TASKS_PER_THREAD = 4
+# malloc.h: allocations of at least M_MMAP_THRESHOLD bytes are mmapped; free memory
+# above M_TRIM_THRESHOLD at the heap's top goes back to the system. 32 MiB is glibc's
+# DEFAULT_MMAP_THRESHOLD_MAX on 64-bit.
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD_MAX = 32 << 20
+_heap_set = False  # the threshold is set once per worker process
 
 
 def run_on_cluster(
@@ -50,33 +66,29 @@ def run_on_cluster(
         raise BuildError(
             f"--scheduler {address}: no Dask scheduler answered within {timeout:g} s{cause}"
         ) from None
-    # One task per package, its formats written one after the other: half the tasks
-    # of one per file, and a cluster's cost is per task.
-    by_package: dict[str, list[Job]] = {}
-    for job in jobs:
-        by_package.setdefault(job[0].key, []).append(job)
     futures: list[Any] = []
     try:
+        tasks = batches(jobs, TASKS_PER_THREAD * max(1, sum(client.nthreads().values())))
         # One graph update for every task (submitting one by one costs a round trip
         # each); pure=False: fresh tasks each build, never an earlier build's result.
-        futures = client.map(
-            write_packages, list(by_package.values()), scratch=scratch, out=out, pure=False
-        )
-        jobs_of = {f.key: jobs for f, jobs in zip(futures, by_package.values(), strict=True)}
+        futures = client.map(write_packages, tasks, scratch=scratch, out=out, pure=False)
+        jobs_of = {f.key: task for f, task in zip(futures, tasks, strict=True)}
         with client.as_current():  # as_completed asks for the current client
             # Results come with their futures: asking each future for its result would
             # cost a round trip to the client's event loop each.
             completed = as_completed(futures, with_results=True, raise_errors=False)
         for future, outcome in completed:
-            package_jobs = jobs_of[future.key]
+            task_jobs = jobs_of[future.key]
             if isinstance(outcome, KilledWorker):
+                names = sorted({job[0].key for job in task_jobs})
                 raise BuildError(
-                    f"{package_jobs[0][0].key}: the Dask workers building it died "
+                    f"{', '.join(names)}: the Dask workers building "
+                    f"{'it' if len(names) == 1 else 'them'} died "
                     "(each time the scheduler gave it to another); see the workers' logs"
                 )
             if isinstance(outcome, BaseException):
                 raise outcome  # a BuildError naming the package, as a local build's
-            for (package, fmt, _), result in zip(package_jobs, outcome, strict=True):
+            for (package, fmt, _), result in zip(task_jobs, outcome, strict=True):
                 record(package, fmt, result)
     finally:
         # On any error or interrupt: queued tasks are dropped. A task already running
@@ -86,10 +98,77 @@ def run_on_cluster(
         client.close()
 
 
+def batches(jobs: list[Job], count: int) -> list[list[Job]]:
+    """The jobs in at most ``count`` tasks of about equal payload, each package's formats
+    in one task. Largest package first into the lightest task: a package as large as a
+    task's share is a task of its own, small ones share one. A cluster's cost is per
+    task (a scheduler round trip and bookkeeping on each side), so a task per package
+    costs more than the package on small releases; a few tasks per worker thread still
+    lets a faster worker take more of them and a lost worker lose little."""
+    by_package: dict[str, list[Job]] = {}
+    for job in jobs:
+        by_package.setdefault(job[0].key, []).append(job)
+    weighed = sorted(
+        by_package.values(),
+        key=lambda package_jobs: (
+            -sum(_weight(job) for job in package_jobs),
+            package_jobs[0][0].key,
+        ),
+    )
+    tasks: list[list[Job]] = [[] for _ in range(min(count, len(weighed)))]
+    loads = [0] * len(tasks)
+    for package_jobs in weighed:
+        lightest = loads.index(min(loads))
+        tasks[lightest].extend(package_jobs)
+        loads[lightest] += sum(_weight(job) for job in package_jobs)
+    return tasks
+
+
+def _weight(job: Job) -> int:
+    """What writing a job costs, in bytes: its payload and its entries' headers."""
+    return archive_size_hint(job[2].entries)
+
+
 def write_packages(jobs: list[Job], scratch: str, out: str) -> list[JobResult]:
-    """One task: a package in each format (on a worker). An error is a BuildError naming
-    the package and format, as a local build's."""
+    """One task: its packages, each in each format (on a worker). An error is a
+    BuildError naming the package and format, as a local build's."""
+    _heap_for_compressor_buffers()
     return [_guarded(package, fmt, info, scratch, out) for package, fmt, info in jobs]
+
+
+def dask_setup(worker: object) -> None:
+    """What ``dask worker --preload gfxpack.dask_executor`` runs as a worker starts: the
+    code and libraries a build's task uses are loaded then, not by its first task, and
+    the malloc thresholds set. (A worker without the preload does both on its first
+    task.)"""
+    import zstandard  # noqa: F401  (the writers import it when they first compress)
+
+    _heap_for_compressor_buffers()
+
+
+def _heap_for_compressor_buffers() -> None:
+    """Give a Dask worker glibc's own malloc thresholds back, once per process.
+
+    A Dask nanny starts its worker with MALLOC_TRIM_THRESHOLD_=64 KiB in the
+    environment (so that freed memory goes back to the system at once). Setting a
+    malloc threshold in the environment also stops glibc from raising its mmap
+    threshold (128 KiB) as a program frees large blocks. Every package's zstd
+    compressor allocates and frees a few MiB of tables: on such a worker each of
+    them is a fresh mmap, or heap given back and taken again, and page faults; that
+    made a job 2-4x slower on a worker than in the local pool. Here both thresholds
+    are set where glibc's own growth stops (mmap 32 MiB, trim twice that): a worker
+    keeps at most that much freed memory, as any process does by default. A worker
+    whose environment sets the mmap threshold itself is left alone."""
+    global _heap_set
+    if _heap_set:
+        return
+    _heap_set = True
+    if "MALLOC_TRIM_THRESHOLD_" not in os.environ or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to give back
+        mallopt = ctypes.CDLL(None).mallopt
+        mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX)
+        mallopt(M_TRIM_THRESHOLD, 2 * MMAP_THRESHOLD_MAX)
 
 
 async def _identity(address: str) -> None:

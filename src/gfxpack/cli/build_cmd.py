@@ -125,7 +125,8 @@ OnBuilt = Callable[[BuiltFile, int, int], None]
     default="local",
     show_default=True,
     help="local: a process pool on this machine (-j). dask: the Dask cluster at "
-    "--scheduler; its workers must see --artifacts and --out at the same paths.",
+    "--scheduler; its workers must see --artifacts and --out at the same paths "
+    "(start them with: dask worker ADDRESS --preload gfxpack.dask_executor).",
 )
 @click.option(
     "--scheduler",
