@@ -70,25 +70,16 @@ def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
 
 class HashingWriter:
     """Writes through to ``out``, counting the bytes and hashing them with each of
-    ``algorithms`` (none: counting only); on ``hasher``'s thread when one is given
-    (then read the digests once it has finished)."""
+    ``algorithms`` (none: counting only)."""
 
-    def __init__(
-        self, out: Writable, *algorithms: str, hasher: BackgroundHasher | None = None
-    ) -> None:
+    def __init__(self, out: Writable, *algorithms: str) -> None:
         self._out = out
-        self._hasher = hasher
         self.size = 0
         self.hashes = [hashlib.new(name, usedforsecurity=False) for name in algorithms]
 
     def write(self, data: bytes) -> int:
-        if self._hasher is not None and self.hashes:
-            data = bytes(data)  # a writer may hand over a view of a buffer it reuses
         for digest in self.hashes:
-            if self._hasher is None:
-                digest.update(data)
-            else:
-                self._hasher.update(digest, data)
+            digest.update(data)
         self.size += len(data)
         return self._out.write(data)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gfxpack import epoch, outdir
-from gfxpack._io import FILE_MODE, BackgroundHasher, HashingWriter
+from gfxpack._io import FILE_MODE, HashingWriter
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import FORMATS, PackageFormat, PackageInfo
 from gfxpack.formats.compress import Compression
@@ -122,10 +122,9 @@ def write_package(info: PackageInfo, fmt: PackageFormat, scratch: str, out: str)
     started = time.perf_counter()
     name = fmt.filename(info)
     partial = os.path.join(scratch, name)
-    # The index's digest of the package is taken on a second thread, beside the writes.
-    with open(partial, "wb") as file, BackgroundHasher() as hasher:
+    with open(partial, "wb") as file:
         os.fchmod(file.fileno(), FILE_MODE)  # not the umask's
-        hashing = HashingWriter(file, "sha256", hasher=hasher)
+        hashing = HashingWriter(file, "sha256")
         fmt.write(info, hashing)
     os.replace(partial, os.path.join(out, name))
     return name, hashing.size, hashing.hexdigest(), time.perf_counter() - started

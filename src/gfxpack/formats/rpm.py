@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from gfxpack._io import BackgroundHasher, HashingWriter, Writable
+from gfxpack._io import HashingWriter, Writable
 from gfxpack.formats import PackageInfo, rpm_policy
 from gfxpack.formats.compress import compressing
 from gfxpack.formats.payload import (
@@ -176,13 +176,10 @@ def write(info: PackageInfo, out: Writable) -> None:
     info = rpm_policy.apply(info)
     entries = info.entries
     with tempfile.TemporaryFile() as payload:
-        # The compressed stream's digest (the header's payload digest) is taken on a
-        # second thread, beside the compression that produces it.
-        with BackgroundHasher() as hasher:
-            compressed = HashingWriter(payload, "sha256", hasher=hasher)
-            with compressing(compressed, info.compression, archive_size_hint(entries)) as stream:
-                raw = HashingWriter(stream)  # counting only: the uncompressed size
-                digests = write_cpio(raw, entries)
+        compressed = HashingWriter(payload, "sha256")
+        with compressing(compressed, info.compression, archive_size_hint(entries)) as stream:
+            raw = HashingWriter(stream)  # counting only: the uncompressed size
+            digests = write_cpio(raw, entries)
         header = _main_header(info, entries, digests, compressed).build(HEADER_REGION)
         # The files were read once, above. The compressed payload is read back twice:
         # here for the legacy MD5, which covers header + payload yet precedes both (and
