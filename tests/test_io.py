@@ -5,14 +5,7 @@ import io
 
 import pytest
 
-from gfxpack._io import (
-    BackgroundHasher,
-    HashingReader,
-    HashingWriter,
-    atomic_write,
-    file_digests,
-    write_atomically,
-)
+from gfxpack._io import HashingReader, HashingWriter, atomic_write, file_digests, write_atomically
 
 
 def test_atomic_write_replaces_only_when_complete(tmp_path):
@@ -53,29 +46,3 @@ def test_hashing_reader_and_file_digests(tmp_path):
         len(data),
         [hashlib.md5(data).hexdigest(), hashlib.sha256(data).hexdigest()],
     )
-
-
-def test_background_hasher_keeps_each_digests_chunks_in_order():
-    # Small chunks before the thread starts are hashed inline, every later one queued:
-    # two files interleaved must still each get the digest of their bytes in order.
-    small, large = b"x" * 100, bytes(range(256)) * (BackgroundHasher.SMALL // 128)
-    chunks = {"a": [small, large, small, large[:7]], "b": [large, small, b"", large]}
-    with BackgroundHasher(depth=2) as hasher:
-        readers = {
-            name: HashingReader(io.BytesIO(b"".join(parts)), "md5", hasher)
-            for name, parts in chunks.items()
-        }
-        for a, b in zip(chunks["a"], chunks["b"], strict=True):
-            assert readers["a"].read(len(a)) == a
-            assert readers["b"].read(len(b)) == b
-    for name, parts in chunks.items():
-        assert readers[name].hash.hexdigest() == hashlib.md5(b"".join(parts)).hexdigest()
-
-
-def test_background_hasher_reraises_on_the_callers_thread():
-    class Broken:
-        def update(self, data: bytes) -> None:
-            raise ValueError("broken digest")
-
-    with pytest.raises(ValueError, match="broken digest"), BackgroundHasher() as hasher:
-        hasher.update(Broken(), b"\0" * BackgroundHasher.SMALL)

@@ -11,12 +11,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import queue
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, BinaryIO, Protocol, cast
+from typing import IO, BinaryIO, Protocol, cast
 
 # The modes of everything gfxpack writes for others to read, whatever the umask.
 FILE_MODE = 0o644
@@ -93,67 +91,16 @@ class HashingWriter:
 
 
 class HashingReader:
-    """Reads through from ``file``, hashing what it returns with ``algorithm``; on
-    ``hasher``'s thread when one is given (then read ``hash`` once it has finished)."""
+    """Reads through from ``file``, hashing what it returns with ``algorithm``."""
 
-    def __init__(self, file: BinaryIO, algorithm: str, hasher: BackgroundHasher | None = None):
+    def __init__(self, file: BinaryIO, algorithm: str) -> None:
         self._file = file
         self.hash = hashlib.new(algorithm, usedforsecurity=False)
-        self._hasher = hasher
 
     def read(self, size: int = -1) -> bytes:
         data = self._file.read(size)
-        if self._hasher is None:
-            self.hash.update(data)
-        else:
-            self._hasher.update(self.hash, data)
+        self.hash.update(data)
         return data
-
-
-class BackgroundHasher:
-    """Hashes chunks on a second thread while the caller goes on feeding a compressor.
-
-    hashlib releases the GIL on large buffers, so a package's file digests (MD5 for
-    DEB md5sums runs at under 1 GB/s) overlap compression instead of adding to it.
-    Small chunks are hashed on the caller's thread: a hand-off costs more than
-    hashing them. At most ``depth`` chunks wait, so memory stays bounded. Use as a
-    context manager: leaving it waits until every chunk is hashed.
-    """
-
-    SMALL = 64 << 10
-
-    def __init__(self, depth: int = 8) -> None:
-        self._queue: queue.Queue[tuple[Any, bytes] | None] = queue.Queue(depth)
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
-
-    def update(self, digest: Any, data: bytes) -> None:
-        if len(data) < self.SMALL and self._thread is None:
-            digest.update(data)
-            return
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="gfxpack-hash", daemon=True)
-            self._thread.start()
-        self._queue.put((digest, data))
-
-    def _run(self) -> None:
-        while (item := self._queue.get()) is not None:
-            if self._error is None:
-                try:
-                    item[0].update(item[1])
-                except BaseException as error:  # re-raised on the caller's thread
-                    self._error = error
-
-    def __enter__(self) -> BackgroundHasher:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
-        if self._error is not None:
-            raise self._error
 
 
 def file_digests(path: str | os.PathLike[str], *algorithms: str) -> tuple[int, list[str]]:

@@ -16,9 +16,9 @@ import tarfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, BinaryIO, cast
+from typing import BinaryIO
 
-from gfxpack._io import BackgroundHasher, HashingReader, Writable, as_binary_file
+from gfxpack._io import HashingReader, Writable, as_binary_file
 
 CHUNK = 1 << 20
 
@@ -96,16 +96,8 @@ def write_tar(
     out: Writable, entries: Iterable[Entry], mtime: int, algorithm: str = "md5", root: str = "."
 ) -> dict[str, str]:
     """GNU tar of ``entries`` with names ``./opt/...``; returns each file's hex digest."""
-    hashes: dict[str, Any] = {}
-    with (
-        BackgroundHasher() as hasher,
-        tarfile.open(
-            fileobj=as_binary_file(out), mode="w|", format=tarfile.GNU_FORMAT, bufsize=CHUNK
-        ) as tar,
-    ):
-        # Files are copied and hashed a MiB at a time (tarfile's default is 16 KiB), and
-        # the stream passes them on whole (its default 10 KiB slicing copies each again).
-        cast(Any, tar).copybufsize = CHUNK  # a TarFile attribute the type stubs omit
+    digests: dict[str, str] = {}
+    with tarfile.open(fileobj=as_binary_file(out), mode="w|", format=tarfile.GNU_FORMAT) as tar:
         top = tarfile.TarInfo(root + "/")
         top.type, top.mode, top.mtime = tarfile.DIRTYPE, 0o755, mtime
         top.uname = top.gname = "root"
@@ -126,12 +118,12 @@ def write_tar(
             else:
                 info.size = entry.size
                 with _open(entry) as file:
-                    reader = HashingReader(file, algorithm, hasher)
+                    reader = HashingReader(file, algorithm)
                     tar.addfile(info, reader)
                     if file.read(1):
                         raise OSError(f"{entry.source} grew while it was packaged")
-                hashes[entry.path] = reader.hash
-    return {path: digest.hexdigest() for path, digest in hashes.items()}
+                digests[entry.path] = reader.hash.hexdigest()
+    return digests
 
 
 # --- cpio newc (the RPM payload) ------------------------------------------------------------------
@@ -157,20 +149,7 @@ def write_cpio(
 ) -> dict[str, str]:
     """newc cpio with names ``./opt/...`` and inodes numbered from 1 in entry order;
     returns each file's hex digest."""
-    hashes: dict[str, Any] = {}
-    with BackgroundHasher() as hasher:
-        _write_cpio_entries(out, entries, algorithm, root, hasher, hashes)
-    return {path: digest.hexdigest() for path, digest in hashes.items()}
-
-
-def _write_cpio_entries(
-    out: Writable,
-    entries: Iterable[Entry],
-    algorithm: str,
-    root: str,
-    hasher: BackgroundHasher,
-    hashes: dict[str, Any],
-) -> None:
+    digests: dict[str, str] = {}
     for ino, entry in enumerate(entries, start=1):
         name = root + entry.path
         if entry.kind == EntryKind.DIR:
@@ -184,7 +163,7 @@ def _write_cpio_entries(
                 raise OSError(f"{entry.path}: {entry.size} bytes is too large for a cpio payload")
             _cpio_header(out, name, ino, stat.S_IFREG | entry.mode, 1, entry.mtime, entry.size)
             with _open(entry) as file:
-                reader = HashingReader(file, algorithm, hasher)
+                reader = HashingReader(file, algorithm)
                 copied = 0
                 while chunk := reader.read(min(CHUNK, entry.size - copied)):
                     out.write(chunk)
@@ -194,5 +173,6 @@ def _write_cpio_entries(
                 if copied != entry.size or file.read(1):
                     raise OSError(f"{entry.source} changed while it was packaged")
             out.write(_pad4(entry.size))
-            hashes[entry.path] = reader.hash
+            digests[entry.path] = reader.hash.hexdigest()
     _cpio_header(out, "TRAILER!!!", 0, 0, 1, 0, 0)
+    return digests
