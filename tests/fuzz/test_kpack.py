@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from gfxpack.kpack import InvalidKpack, KpackReader, KpackWriter
 from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.test_kpack_hostile import assemble
 
 # Small enough that a forged size is refused quickly, large enough for every seed below.
 LIMIT = 1 << 20
@@ -49,24 +50,12 @@ def sizeless_seed() -> bytes:
     frame index, no digests, two keys sharing one frame."""
     compressor = zstandard.ZstdCompressor(write_content_size=False)
     frames = [compressor.compress(b"\x7fELF" * 200), compressor.compress(b"")]
-    blob = struct.pack("<I", 2) + b"".join(struct.pack("<I", len(f)) + f for f in frames)
     entries = {
         "lib/a.so#0": {"gfx942": {"type": "hsaco", "ordinal": 0, "original_size": 800}},
         "lib/b.so#0": {"gfx942": {"type": "hsaco", "ordinal": 0, "original_size": 800}},
         "lib/c.so#0": {"gfx942": {"type": "hsaco", "ordinal": 1, "original_size": 0}},
     }
-    toc = {
-        "format_version": 1,
-        "group_name": "g",
-        "gfx_arch_family": "gfx942",
-        "gfx_arches": ["gfx942"],
-        "compression_scheme": "zstd-per-kernel",
-        "toc": entries,
-        "zstd_offset": 64,
-        "zstd_size": len(blob),
-    }
-    header = struct.pack("<4sIQ", b"KPAK", 1, 64 + len(blob))
-    return header + bytes(48) + blob + msgpack.packb(toc, use_bin_type=True)
+    return assemble(frames, entries)
 
 
 SEEDS = [
