@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gfxpack.descriptors.pack import KernelList, PackError, read_kernel_list
+from gfxpack.descriptors.pack import KERNEL_KEYS, KernelList, PackError, read_kernel_list
 from tests.fuzz.conftest import corpus, fuzz_settings
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
@@ -21,21 +21,7 @@ JSON = st.recursive(
     ),
     max_leaves=20,
 )
-KEYS = st.sampled_from(
-    [
-        "name",
-        "pack",
-        "symbol",
-        "arch",
-        "metadata",
-        "priority",
-        "id",
-        "toc_key",
-        "signature",
-        "code_object",
-        "x",
-    ]
-)
+KEYS = st.sampled_from([*sorted(KERNEL_KEYS), "x"])  # every key the list knows, and one it does not
 KERNEL = st.dictionaries(KEYS, JSON | st.lists(st.sampled_from(["gfx942", "gfx1100", "GFX9", ""])))
 
 

@@ -59,7 +59,7 @@ _ARCH = re.compile(r"^gfx[a-z0-9_-]+$")
 _UUID = re.compile(r"^[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}$")
 _GROUP = re.compile(r"^[A-Za-z0-9_.-]+$")
 _LIST_KEYS = {"group", "kernels"}
-_KERNEL_KEYS = {
+KERNEL_KEYS = {
     "name",
     "pack",
     "symbol",
@@ -178,8 +178,8 @@ def _kernel(item: object, where: str, problems: list[str]) -> ListedKernel | Non
         problems.append(f"{where}: expected an object")
         return None
     before = len(problems)
-    for key in sorted(set(item) - _KERNEL_KEYS):
-        problems.append(f"{where}/{key}: unknown key (expected {', '.join(sorted(_KERNEL_KEYS))})")
+    for key in sorted(set(item) - KERNEL_KEYS):
+        problems.append(f"{where}/{key}: unknown key (expected {', '.join(sorted(KERNEL_KEYS))})")
     for key in _REQUIRED:
         if key not in item:
             problems.append(f"{where}: missing required key '{key}'")
