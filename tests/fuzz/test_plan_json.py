@@ -20,6 +20,7 @@ from gfxpack.errors import GfxpackError
 from gfxpack.plan import plan
 from tests.conftest import SEED_CONFIG, SEED_TARGETS
 from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.fuzz.mutation import json_mutated
 
 VALID = views.to_json(plan(load_config(SEED_CONFIG).packages, SEED_TARGETS, "8.2.0"))
 SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=12)
@@ -32,29 +33,6 @@ VALUES = st.recursive(
 )
 
 
-@st.composite
-def mutated(draw: st.DrawFn) -> Any:
-    """The valid plan with one value somewhere replaced, or a key dropped."""
-    data = json.loads(json.dumps(VALID))
-    node: Any = data
-    while isinstance(node, dict | list) and node and draw(st.booleans()):
-        key = draw(
-            st.sampled_from(list(node.keys()) if isinstance(node, dict) else range(len(node)))
-        )
-        if not isinstance(node[key], dict | list) or not node[key]:
-            break
-        node = node[key]
-    if isinstance(node, dict) and node:
-        key = draw(st.sampled_from(sorted(node)))
-        if draw(st.booleans()):
-            del node[key]
-        else:
-            node[key] = draw(VALUES)
-    elif isinstance(node, list) and node:
-        node[draw(st.integers(0, len(node) - 1))] = draw(VALUES)
-    return data
-
-
 def read_plan(data: Any) -> None:
     try:
         read = views.from_json(data, "fuzz.json")
@@ -63,13 +41,13 @@ def read_plan(data: Any) -> None:
     views.dot(read)  # what was read can be drawn
 
 
-@given(mutated() | VALUES)
+@given(json_mutated(VALID, VALUES) | VALUES)
 @fuzz_settings()
 def test_plan_json(data: Any) -> None:
     read_plan(data)
 
 
-@given(mutated())
+@given(json_mutated(VALID, VALUES))
 @fuzz_settings()
 def test_index_json(plan_data: Any) -> None:
     files = [

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from gfxpack.errors import GfxpackError
 from gfxpack.merge import merge
 from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.fuzz.mutation import json_mutated
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=12)
 VALUES = st.recursive(
@@ -41,29 +42,6 @@ def shard_index(package: str, label: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-@st.composite
-def mutated(draw: st.DrawFn) -> Any:
-    """Shard 1/2's index with one value somewhere replaced, or a key dropped."""
-    data = shard_index("a", "1/2")
-    node: Any = data
-    while isinstance(node, dict | list) and node and draw(st.booleans()):
-        key = draw(
-            st.sampled_from(list(node.keys()) if isinstance(node, dict) else range(len(node)))
-        )
-        if not isinstance(node[key], dict | list) or not node[key]:
-            break
-        node = node[key]
-    if isinstance(node, dict) and node:
-        key = draw(st.sampled_from(sorted(node)))
-        if draw(st.booleans()):
-            del node[key]
-        else:
-            node[key] = draw(VALUES)
-    elif isinstance(node, list) and node:
-        node[draw(st.integers(0, len(node) - 1))] = draw(VALUES)
-    return data
-
-
 def merge_with(document: Any) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
@@ -85,7 +63,7 @@ def test_the_unmutated_shards_merge():
 
 
 @fuzz_settings()
-@given(mutated())
+@given(json_mutated(shard_index("a", "1/2"), VALUES))
 def test_a_mutated_shard_index_is_merged_or_refused(document):
     merge_with(document)
 
