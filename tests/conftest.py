@@ -90,6 +90,15 @@ def build_example(
     return BuiltRelease(release.plan, release.tree, release.routed, out, built)
 
 
+def build_example_args(artifacts: Path, out: Path, *extra: str) -> list[str]:
+    """``gfxpack build`` arguments for the example release from ``artifacts`` into ``out``,
+    then ``extra``."""
+    return [
+        *("build", "--config", str(EXAMPLE_CONFIG), "--artifacts", str(artifacts)),
+        *("--out", str(out), "--rocm-version", "8.2.0", *extra),
+    ]
+
+
 @pytest.fixture(scope="session")
 def example_artifacts(tmp_path_factory) -> Path:
     return generate_example(tmp_path_factory.mktemp("example") / "artifacts")

@@ -25,7 +25,7 @@ from gfxpack.config import load_config
 from gfxpack.formats import DEB
 from gfxpack.formats.compress import Compression
 from gfxpack.plan import plan
-from tests.conftest import EXAMPLE_CONFIG, generate_example
+from tests.conftest import EXAMPLE_CONFIG, build_example_args, generate_example
 from tests.small_tree import build as cli_build
 from tests.small_tree import make_tree, write_config
 
@@ -54,23 +54,11 @@ def test_out_holds_exactly_this_build(example_artifacts, tmp_path):
     def build_targets(targets: str):
         return CliRunner().invoke(
             cli,
-            [
-                "build",
-                "--config",
-                str(EXAMPLE_CONFIG),
-                "--artifacts",
-                str(example_artifacts),
-                "--out",
-                str(out),
-                "--rocm-version",
-                "8.2.0",
-                "--target",
-                targets,
-                "--format",
-                "deb",
-                "--compression",
-                "gzip:1",
-            ],
+            build_example_args(
+                example_artifacts,
+                out,
+                *("--target", targets, "--format", "deb", "--compression", "gzip:1"),
+            ),
         )
 
     assert build_targets("gfx942,gfx1100").exit_code == 0

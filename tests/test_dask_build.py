@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from gfxpack.build import BuildOptions, package_info
 from gfxpack.cli import cli
 from gfxpack.release import ReleaseOptions, build_release
-from tests.conftest import EXAMPLE_CONFIG
+from tests.conftest import EXAMPLE_CONFIG, build_example_args
 from tests.test_shard import digests
 
 distributed = pytest.importorskip("distributed", reason="dask.distributed (gfxpack[dask])")
@@ -106,24 +106,11 @@ def test_a_scheduler_that_does_not_answer_is_one_error(example_artifacts, tmp_pa
     try:
         result = CliRunner().invoke(
             cli,
-            [
-                "build",
-                "--config",
-                str(EXAMPLE_CONFIG),
-                "--artifacts",
-                str(example_artifacts),
-                "--out",
-                str(tmp_path / "out"),
-                "--rocm-version",
-                "8.2.0",
-                "--executor",
-                "dask",
-                "--scheduler",
-                address,
-                "--scheduler-timeout",
-                "1",
-                "-q",
-            ],
+            build_example_args(
+                example_artifacts,
+                tmp_path / "out",
+                *("--executor", "dask", "--scheduler", address, "--scheduler-timeout", "1", "-q"),
+            ),
         )
     finally:
         silent.close()

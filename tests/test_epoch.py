@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from gfxpack.cli import cli
 from gfxpack.epoch import InvalidEpoch, source_date_epoch
-from tests.conftest import EXAMPLE_CONFIG
+from tests.conftest import build_example_args
 
 MESSAGE = (
     "error: SOURCE_DATE_EPOCH='abc': expected seconds since 1970 (0 to 4294967295), "
@@ -30,17 +30,7 @@ def test_repo_with_a_bad_epoch_is_one_clean_line(example_release, tmp_path):
 def test_build_says_the_same(example_artifacts, tmp_path):
     result = CliRunner(env={"SOURCE_DATE_EPOCH": "abc"}).invoke(
         cli,
-        [
-            "build",
-            "--config",
-            str(EXAMPLE_CONFIG),
-            "--artifacts",
-            str(example_artifacts),
-            "--out",
-            str(tmp_path / "out"),
-            "--rocm-version",
-            "8.2.0",
-        ],
+        build_example_args(example_artifacts, tmp_path / "out"),
     )
     assert result.exit_code == 1
     assert result.stderr == MESSAGE

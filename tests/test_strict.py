@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from gfxpack.cli import cli
 from gfxpack.repo import publish
-from tests.conftest import EXAMPLE_CONFIG, ROOT
+from tests.conftest import ROOT, build_example_args
 
 STRICT_TAIL = "and --strict makes warnings errors"
 
@@ -55,17 +55,7 @@ def test_plan_warns_about_a_cycle_and_strict_refuses_it(tmp_path):
 def test_build_strict_stops_before_writing(example_artifacts, tmp_path):
     out = tmp_path / "out"
     result = invoke(
-        "build",
-        "--config",
-        str(EXAMPLE_CONFIG),
-        "--artifacts",
-        str(example_artifacts),
-        "--out",
-        str(out),
-        "--rocm-version",
-        "8.2.0",
-        "--strict",
-        "-q",
+        *build_example_args(example_artifacts, out, "--strict", "-q"),
     )
     assert result.exit_code == 1
     # The example's amdrocm-dnn has no gfx950 build: a warning, here an error.

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from gfxpack.cli import cli
 from gfxpack.plan import ArtifactIndex, PlanError, plan
 from gfxpack.plan.targets import GENERIC_PROCESSORS, PROCESSORS, check_target
-from tests.conftest import EXAMPLE_CONFIG, SEED_CONFIG
+from tests.conftest import SEED_CONFIG, build_example_args
 from tests.plan.test_rules import pkg, specs
 
 
@@ -113,20 +113,7 @@ def test_build_target_without_artifacts_is_an_error_listing_the_trees(example_ar
     out = tmp_path / "out"
     result = CliRunner().invoke(
         cli,
-        [
-            "build",
-            "--config",
-            str(EXAMPLE_CONFIG),
-            "--artifacts",
-            str(example_artifacts),
-            "--out",
-            str(out),
-            "--rocm-version",
-            "8.2.0",
-            "--target",
-            "gfx942,gfx1201",
-            "-q",
-        ],
+        build_example_args(example_artifacts, out, "--target", "gfx942,gfx1201", "-q"),
     )
     assert result.exit_code == 1
     assert result.stderr == (
