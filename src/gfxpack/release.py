@@ -20,7 +20,6 @@ from gfxpack.config import Config, load_config
 from gfxpack.formats.payload import Entry
 from gfxpack.plan import ArtifactIndex, Mode, PlanOptions, ReleasePlan, plan
 from gfxpack.shard import missing_artifacts
-from gfxpack.sign import sign_built
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,5 +110,8 @@ def build_release(
     release = prepare(config_path, artifacts, options, on_planned)
     built = build(release.plan, release.routed, Path(out), options.build, on_built, on_note)
     if options.sign_key:
+        # Imported here: an unsigned build (most of them) need not load the signer.
+        from gfxpack.sign import sign_built
+
         built = sign_built(Path(out), built, options.sign_key)
     return release, built
