@@ -168,3 +168,26 @@ def test_kpack_mode_needs_the_flag(tmp_path):
         {"share/therock_manifest.json": '{"flags": {"KPACK_SPLIT_ARTIFACTS": false}}'},
     )
     assert scan(tmp_path).kpack_split is False
+
+
+KPACK_ON = '{"flags": {"KPACK_SPLIT_ARTIFACTS": true}}'
+KPACK_OFF = '{"flags": {"KPACK_SPLIT_ARTIFACTS": false}}'
+CANONICAL = "share/therock/therock_manifest.json"
+
+
+def test_a_kpack_flag_anywhere_in_the_tree_counts(tmp_path):
+    # TheRock's own place says no; another manifest deeper in the tree says yes.
+    write_artifact(tmp_path, "base_lib_generic", "base/aux-overlay/stage", {CANONICAL: KPACK_OFF})
+    write_artifact(tmp_path, "blas_lib_generic", "math-libs/BLAS/stage", {})
+    assert scan(tmp_path).kpack_split is False
+    write_artifact(tmp_path, "blas_lib_generic", "math-libs/BLAS/stage", {CANONICAL: KPACK_ON})
+    assert scan(tmp_path).kpack_split is True
+
+
+def test_a_symlink_on_the_way_to_the_canonical_manifest_is_not_followed(tmp_path):
+    outside = tmp_path / "outside"
+    write_artifact(outside, "elsewhere", "stage", {CANONICAL: KPACK_ON})
+    tree = tmp_path / "artifacts"
+    write_artifact(tree, "base_lib_generic", "base", {})
+    (tree / "base_lib_generic/base/aux-overlay").symlink_to(outside / "elsewhere")
+    assert scan(tree).kpack_split is False

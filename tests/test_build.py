@@ -167,6 +167,13 @@ def test_cli_builds_a_subset_quietly(example_artifacts, tmp_path):
     assert "packages in" in result.stdout and result.stderr == ""
     built = json.loads((tmp_path / "index.json").read_text())
     assert {f["format"] for f in built["files"]} == {"deb"}
+    # The summary's last line counts every file and byte of index.json.
+    total = result.stdout.splitlines()[-1].split()
+    assert total[:3] == [
+        "total",
+        str(len(built["files"])),
+        f"{sum(f['size'] for f in built['files']):,}",
+    ]
     assert built["targets"] == ["gfx942"]
     assert not any("gfx1100" in f["file"] for f in built["files"])
 

@@ -27,7 +27,7 @@ from gfxpack.cli.lazy import LazyGroup
 HEAVY = ("jsonschema", "solv", "createrepo_c", "rich", "zstandard", "jinja2", "msgpack")
 KPACK = {"msgpack", "zstandard"}  # .kpack archives: msgpack tables, zstd frames
 USES: dict[str, set[str]] = {
-    "build": {"rich", "zstandard"},
+    "build": {"zstandard"},  # rich only for the progress bar on a terminal
     "descriptors": {"jsonschema", *KPACK},
     "descriptors list-engines": KPACK,
     "descriptors lint": {"jsonschema", *KPACK},

@@ -1,5 +1,5 @@
-"""The two file-writing helpers every writer shares: atomic replacement and hashing
-on the way through.
+"""The file-writing helpers every writer shares: atomic replacement, hashing on the
+way through, and a spool for what must be complete before its container's header.
 
 A file that readers may see is first written to a hidden ``.<name>.<pid>.partial``
 sibling and renamed over the target only once complete, so an error or an
@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +20,9 @@ from typing import IO, BinaryIO, Protocol, cast
 # The modes of everything gfxpack writes for others to read, whatever the umask.
 FILE_MODE = 0o644
 DIRECTORY_MODE = 0o755
+# A spool stays in memory up to this many bytes: most packages' archives are small, and
+# creating a temporary file costs more than compressing one of them.
+SPOOL_LIMIT = 8 << 20
 
 
 class Writable(Protocol):
@@ -115,3 +119,10 @@ def file_digests(path: str | os.PathLike[str], *algorithms: str) -> tuple[int, l
 class _Discard:
     def write(self, data: bytes, /) -> int:
         return len(data)
+
+
+def spool() -> tempfile.SpooledTemporaryFile[bytes]:
+    """A scratch file for an archive that must be complete before the header in front
+    of it can be written (a .deb member's size, an RPM payload's digest): in memory up
+    to SPOOL_LIMIT bytes, an anonymous temporary file beyond."""
+    return tempfile.SpooledTemporaryFile(max_size=SPOOL_LIMIT)

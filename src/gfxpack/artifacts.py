@@ -39,6 +39,9 @@ from gfxpack.plan.naming import arch_suffix
 
 MANIFEST = "artifact_manifest.txt"
 THEROCK_MANIFEST = "therock_manifest.json"
+# Where TheRock writes it; any other place in the tree counts too, but is found only
+# by walking the whole tree (thousands of directories in a real release).
+CANONICAL_THEROCK_DIR = "base_lib_generic/base/aux-overlay/stage/share/therock"
 # Manifests are small text files; anything larger is not one.
 MANIFEST_LIMIT = 16 << 20
 
@@ -130,20 +133,30 @@ def _read_manifest(path: Path) -> tuple[str, ...]:
 
 
 def _kpack_split(root: Path) -> bool:
-    """Whether any therock_manifest.json says {"flags": {"KPACK_SPLIT_ARTIFACTS": true}}."""
-    for manifest in _find(root, THEROCK_MANIFEST):
-        data = read_regular(manifest, MANIFEST_LIMIT)
-        try:
-            flags = json.loads(data).get("flags", {})
-        except (ValueError, AttributeError) as e:
-            raise InvalidArtifacts(f"{printable(manifest)}: not a JSON object: {e}") from None
-        except RecursionError:
-            raise InvalidArtifacts(
-                f"{printable(manifest)}: not a manifest: JSON nested too deeply"
-            ) from None
-        if isinstance(flags, dict) and flags.get("KPACK_SPLIT_ARTIFACTS") is True:
-            return True
-    return False
+    """Whether any therock_manifest.json says {"flags": {"KPACK_SPLIT_ARTIFACTS": true}}:
+    the one where TheRock writes it, else the first of the others that does."""
+    # A symlink on the way to the canonical place is not followed: the walk decides.
+    canonical = os.path.join(root, CANONICAL_THEROCK_DIR, THEROCK_MANIFEST)
+    if (
+        real_directory(str(root), CANONICAL_THEROCK_DIR, [])
+        and os.path.lexists(canonical)
+        and _says_kpack_split(canonical)
+    ):
+        return True
+    return any(_says_kpack_split(manifest) for manifest in _find(root, THEROCK_MANIFEST))
+
+
+def _says_kpack_split(manifest: str) -> bool:
+    data = read_regular(manifest, MANIFEST_LIMIT)
+    try:
+        flags = json.loads(data).get("flags", {})
+    except (ValueError, AttributeError) as e:
+        raise InvalidArtifacts(f"{printable(manifest)}: not a JSON object: {e}") from None
+    except RecursionError:
+        raise InvalidArtifacts(
+            f"{printable(manifest)}: not a manifest: JSON nested too deeply"
+        ) from None
+    return isinstance(flags, dict) and flags.get("KPACK_SPLIT_ARTIFACTS") is True
 
 
 def _find(root: Path, name: str) -> list[str]:

@@ -13,8 +13,6 @@ from types import FrameType
 from typing import NoReturn, TextIO
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from gfxpack import build as build_module
 from gfxpack.build import BuiltFile
@@ -273,6 +271,7 @@ def _progress(quiet: bool) -> Iterator[OnBuilt | None]:
         return
     # Imported here: only a terminal gets the bar, and pipelines (most builds) should
     # not pay for importing it.
+    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -298,27 +297,27 @@ def _progress(quiet: bool) -> Iterator[OnBuilt | None]:
 
 
 def _print_build_summary(built: list[BuiltFile], out: str, seconds: float) -> None:
-    table = Table(
-        "kind",
-        "files",
-        "bytes",
-        "seconds (sum of jobs)",
-        title=f"{len(built)} packages in {out} ({seconds:.1f} s wall)",
-    )
+    """Plain aligned columns, not a drawn table: the summary mostly lands in CI logs,
+    and pipelines calling build many times should not pay for a table library."""
+    rows = [("kind", "files", "bytes", "job seconds")]
     for kind in Kind:
         items = [b for b in built if b.kind == kind.value]
         if items:
-            table.add_row(
-                kind.title,
-                str(len(items)),
-                f"{sum(b.size for b in items):,}",
-                f"{sum(b.seconds for b in items):.2f}",
-            )
-    table.add_row(
-        "total",
-        str(len(built)),
-        f"{sum(b.size for b in built):,}",
-        f"{sum(b.seconds for b in built):.2f}",
-        style="bold",
+            rows.append(_summary_row(kind.title, items))
+    rows.append(_summary_row("total", built))
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    click.echo(f"{len(built)} packages in {out} ({seconds:.1f} s wall)")
+    for row in rows:
+        first, *numbers = row
+        cells = [first.ljust(widths[0])]
+        cells += [cell.rjust(width) for cell, width in zip(numbers, widths[1:], strict=True)]
+        click.echo("  ".join(cells).rstrip())
+
+
+def _summary_row(title: str, items: list[BuiltFile]) -> tuple[str, str, str, str]:
+    return (
+        title,
+        str(len(items)),
+        f"{sum(b.size for b in items):,}",
+        f"{sum(b.seconds for b in items):.2f}",
     )
-    Console(width=100).print(table)

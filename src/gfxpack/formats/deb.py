@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import math
 import shutil
-import tempfile
 import textwrap
-from typing import BinaryIO
+from typing import IO
 
-from gfxpack._io import Writable
+from gfxpack._io import Writable, spool
 from gfxpack.formats import PackageInfo
 from gfxpack.formats.compress import DEB_SUFFIX, compressing
 from gfxpack.formats.payload import (
@@ -93,7 +92,7 @@ def _one_line(value: str) -> str:
 def write(info: PackageInfo, out: Writable) -> None:
     suffix = DEB_SUFFIX[info.compression.codec]
     entries = with_parents(info.entries, info.mtime)
-    with tempfile.TemporaryFile() as data:
+    with spool() as data:
         with compressing(data, info.compression, archive_size_hint(entries)) as stream:
             digests = write_tar(stream, entries, info.mtime)
         data_size = data.tell()
@@ -107,7 +106,7 @@ def write(info: PackageInfo, out: Writable) -> None:
             (f"/{name}", 0o755, info.scripts[name]) for name in SCRIPTS if name in info.scripts
         ]
         control = tuple(_inline(path, mode, text, info.mtime) for path, mode, text in members)
-        with tempfile.TemporaryFile() as control_tar:
+        with spool() as control_tar:
             with compressing(control_tar, info.compression, archive_size_hint(control)) as stream:
                 write_tar(stream, control, info.mtime)
             out.write(AR_MAGIC)
@@ -135,7 +134,7 @@ def _ar_member(out: Writable, name: str, data: bytes, mtime: int) -> None:
     out.write(data + b"\n" * (len(data) % 2))
 
 
-def _ar_copy(out: Writable, name: str, file: BinaryIO, mtime: int) -> None:
+def _ar_copy(out: Writable, name: str, file: IO[bytes], mtime: int) -> None:
     size = file.tell()
     file.seek(0)
     _ar_header(out, name, size, mtime)

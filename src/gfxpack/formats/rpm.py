@@ -16,11 +16,10 @@ import posixpath
 import shutil
 import stat
 import struct
-import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from gfxpack._io import HashingWriter, Writable
+from gfxpack._io import HashingWriter, Writable, spool
 from gfxpack.formats import PackageInfo, rpm_policy
 from gfxpack.formats.compress import compressing
 from gfxpack.formats.payload import (
@@ -175,7 +174,7 @@ def _encode(kind: int, value: Any) -> tuple[bytes, int]:
 def write(info: PackageInfo, out: Writable) -> None:
     info = rpm_policy.apply(info)
     entries = info.entries
-    with tempfile.TemporaryFile() as payload:
+    with spool() as payload:
         compressed = HashingWriter(payload, "sha256")
         with compressing(compressed, info.compression, archive_size_hint(entries)) as stream:
             raw = HashingWriter(stream)  # counting only: the uncompressed size
