@@ -5,8 +5,15 @@ follows), the main header (metadata, dependencies, the file list) and the
 compressed cpio payload. Headers are index entries (tag, type, offset, count)
 over a data store, sealed by a region tag (rpm's doc/manual/format.md).
 
-The payload is written first, to a temporary file, hashing every file and
-the compressed stream as it goes; the headers that describe it follow.
+The payload is written first, to a spool, hashing every file and the
+compressed stream as it goes; the headers that describe it follow.
+
+The signature header holds header-only digests (SHA-256, and SHA-1 for rpm
+before 4.14) and no MD5 over header and payload: that legacy digest would
+cost a second pass over the compressed payload, and the payload's SHA-256 in
+the main header, which the header digests and signatures cover, already
+protects it (rpm >= 4.14 checks it; rpm >= 4.16 no longer adds legacy
+header+payload signatures to such packages, nFPM writes no MD5 either).
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ LEAD_MAGIC = b"\xed\xab\xee\xdb"
 
 # Tags used below (rpm's rpmtag.h).
 SIG_REGION, HEADER_REGION, I18NTABLE = 62, 63, 100
-SIG_SHA1, SIG_SHA256, SIG_SIZE, SIG_MD5, SIG_PAYLOADSIZE = 269, 273, 1000, 1004, 1007
+SIG_SHA1, SIG_SHA256, SIG_SIZE, SIG_PAYLOADSIZE = 269, 273, 1000, 1007
 NAME, VERSION, RELEASE, SUMMARY, DESCRIPTION = 1000, 1001, 1002, 1004, 1005
 BUILDTIME, BUILDHOST, SIZE, VENDOR, LICENSE, GROUP, URL, OS, ARCH = (
     1006,
@@ -180,18 +187,10 @@ def write(info: PackageInfo, out: Writable) -> None:
             raw = HashingWriter(stream)  # counting only: the uncompressed size
             digests = write_cpio(raw, entries)
         header = _main_header(info, entries, digests, compressed).build(HEADER_REGION)
-        # The files were read once, above. The compressed payload is read back twice:
-        # here for the legacy MD5, which covers header + payload yet precedes both (and
-        # the header exists only once the payload's digest does), then to copy it in.
-        md5 = hashlib.md5(header, usedforsecurity=False)
-        payload.seek(0)
-        while chunk := payload.read(1 << 20):
-            md5.update(chunk)
         signature = _HeaderBuilder()
         signature.add(SIG_SHA1, STRING, hashlib.sha1(header, usedforsecurity=False).hexdigest())
         signature.add(SIG_SHA256, STRING, hashlib.sha256(header).hexdigest())
         signature.add(SIG_SIZE, INT32, len(header) + compressed.size)
-        signature.add(SIG_MD5, BIN, md5.digest())
         signature.add(SIG_PAYLOADSIZE, INT32, raw.size)
         sig = signature.build(SIG_REGION)
         out.write(_lead(info))
