@@ -6,6 +6,10 @@ import hashlib
 import io
 import os
 import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
 
 from gfxpack.formats.payload import (
     Entry,
@@ -92,3 +96,58 @@ def test_cpio_lists_as_cpio_reads_it(tmp_path):
     extracted.mkdir()
     subprocess.run(["cpio", "-idm", "--quiet"], input=out.getvalue(), cwd=extracted, check=True)
     assert (extracted / "opt/rocm/lib/libx.so.1").read_bytes() == b"\x7fELF library"
+
+
+def awkward_entries(tmp_path) -> list[Entry]:
+    """Names past tar's 100-byte field, a long link target, sizes off the 512-byte
+    grid, an empty file and a name outside ASCII."""
+    deep = "/opt/rocm/" + "/".join(["directory-with-a-long-name"] * 6)
+    contents = {f"{deep}/libkernels.so": os.urandom(70_001), f"{deep}/empty": b"", "/opt/é": b"x"}
+    found = []
+    for number, (path, data) in enumerate(contents.items()):
+        source = tmp_path / f"source-{number}"
+        source.write_bytes(data)
+        found.append(Entry(path, EntryKind.FILE, 0o644, len(data), str(source), mtime=MTIME))
+    found.append(Entry(f"{deep}/link", EntryKind.SYMLINK, 0o777, target="../" * 40, mtime=MTIME))
+    return list(with_parents(found, MTIME, stop="/opt"))
+
+
+def test_tar_is_what_tarfile_writes(tmp_path):
+    """The tar stream bypasses tarfile's buffering, not its format: the same bytes as a
+    tarfile stream of the same members, and GNU tar extracts every name and byte."""
+    members = awkward_entries(tmp_path)
+    ours = io.BytesIO()
+    write_tar(ours, members, MTIME)
+    reference = io.BytesIO()
+    with tarfile.open(fileobj=reference, mode="w|", format=tarfile.GNU_FORMAT) as tar:
+        for entry in [Entry("", EntryKind.DIR, 0o755, mtime=MTIME), *members]:
+            info = tarfile.TarInfo("." + entry.path + ("/" if entry.kind == EntryKind.DIR else ""))
+            info.mode, info.mtime, info.uname, info.gname = entry.mode, MTIME, "root", "root"
+            info.type = {EntryKind.DIR: tarfile.DIRTYPE, EntryKind.SYMLINK: tarfile.SYMTYPE}.get(
+                entry.kind, tarfile.REGTYPE
+            )
+            info.linkname, info.size = entry.target or "", entry.size
+            with open(entry.source or os.devnull, "rb") as source:
+                tar.addfile(info, source if entry.is_file else None)
+    assert ours.getvalue() == reference.getvalue()
+    extracted = tmp_path / "x"
+    extracted.mkdir()
+    subprocess.run(["tar", "-xf", "-", "-C", str(extracted)], input=ours.getvalue(), check=True)
+    for entry in members:
+        if entry.is_file:
+            assert (extracted / entry.path[1:]).read_bytes() == Path(entry.source).read_bytes()
+    (link,) = [entry for entry in members if entry.kind == EntryKind.SYMLINK]
+    assert os.readlink(extracted / link.path[1:]) == "../" * 40
+
+
+@pytest.mark.parametrize("writer", [write_tar, write_cpio])
+@pytest.mark.parametrize("change", [b"", b"x" * 100])
+def test_a_file_that_changes_size_after_the_scan_is_an_error(tmp_path, writer, change):
+    source = tmp_path / "lib.so"
+    source.write_bytes(b"y" * 50)
+    entry = Entry("/opt/lib.so", EntryKind.FILE, 0o644, 50, str(source), mtime=MTIME)
+    source.write_bytes(change)  # shrunk to nothing, or grown
+    with pytest.raises(OSError, match=rf"{source} changed while it was packaged"):
+        writer(io.BytesIO(), [entry], MTIME) if writer is write_tar else writer(
+            io.BytesIO(), [entry]
+        )

@@ -8,6 +8,7 @@ owner root:root, mtimes clamped to the build's SOURCE_DATE_EPOCH.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import posixpath
@@ -18,9 +19,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import BinaryIO
 
-from gfxpack._io import HashingReader, Writable, as_binary_file
+from gfxpack._io import Writable
 
-CHUNK = 1 << 20
+CHUNK = 64 << 10
 
 
 class EntryKind(StrEnum):
@@ -95,35 +96,62 @@ def _open(entry: Entry) -> BinaryIO:
 def write_tar(
     out: Writable, entries: Iterable[Entry], mtime: int, algorithm: str = "md5", root: str = "."
 ) -> dict[str, str]:
-    """GNU tar of ``entries`` with names ``./opt/...``; returns each file's hex digest."""
+    """GNU tar of ``entries`` with names ``./opt/...``; returns each file's hex digest.
+
+    tarfile encodes the headers (long names, large sizes); the contents go straight
+    to ``out``, since tarfile's own stream would copy every byte again in 10 KiB
+    pieces. The bytes are what ``tarfile.open(mode="w|", format=GNU_FORMAT)`` writes.
+    """
     digests: dict[str, str] = {}
-    with tarfile.open(fileobj=as_binary_file(out), mode="w|", format=tarfile.GNU_FORMAT) as tar:
-        top = tarfile.TarInfo(root + "/")
-        top.type, top.mode, top.mtime = tarfile.DIRTYPE, 0o755, mtime
-        top.uname = top.gname = "root"
-        tar.addfile(top)
-        for entry in entries:
-            info = tarfile.TarInfo(root + entry.path + ("/" if entry.kind == EntryKind.DIR else ""))
-            info.mode = entry.mode
-            info.mtime = entry.mtime
-            info.uid = info.gid = 0
-            info.uname = info.gname = "root"
-            if entry.kind == EntryKind.DIR:
-                info.type = tarfile.DIRTYPE
-                tar.addfile(info)
-            elif entry.kind == EntryKind.SYMLINK:
-                info.type = tarfile.SYMTYPE
-                info.linkname = entry.link
-                tar.addfile(info)
-            else:
-                info.size = entry.size
-                with _open(entry) as file:
-                    reader = HashingReader(file, algorithm)
-                    tar.addfile(info, reader)
-                    if file.read(1):
-                        raise OSError(f"{entry.source} grew while it was packaged")
-                digests[entry.path] = reader.hash.hexdigest()
+    written = _tar_header(out, root + "/", tarfile.DIRTYPE, 0o755, mtime)
+    for entry in entries:
+        if entry.kind == EntryKind.DIR:
+            written += _tar_header(
+                out, root + entry.path + "/", tarfile.DIRTYPE, entry.mode, entry.mtime
+            )
+        elif entry.kind == EntryKind.SYMLINK:
+            written += _tar_header(
+                out, root + entry.path, tarfile.SYMTYPE, entry.mode, entry.mtime, link=entry.link
+            )
+        else:
+            written += _tar_header(
+                out, root + entry.path, tarfile.REGTYPE, entry.mode, entry.mtime, size=entry.size
+            )
+            digests[entry.path] = _copy_contents(entry, out, algorithm)
+            padding = -entry.size % tarfile.BLOCKSIZE
+            out.write(b"\0" * padding)
+            written += entry.size + padding
+    # The end: two zero blocks, then zeros up to a whole record.
+    written += 2 * tarfile.BLOCKSIZE
+    out.write(b"\0" * (2 * tarfile.BLOCKSIZE + -written % tarfile.RECORDSIZE))
     return digests
+
+
+def _tar_header(
+    out: Writable, name: str, kind: bytes, mode: int, mtime: int, size: int = 0, link: str = ""
+) -> int:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.mtime, info.size, info.linkname = kind, mode, mtime, size, link
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    header = info.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
+    out.write(header)
+    return len(header)
+
+
+def _copy_contents(entry: Entry, out: Writable, algorithm: str) -> str:
+    """Write a file entry's ``size`` bytes to ``out``; their hex digest. A source that
+    is not that size any more is an error: its header already promised the size."""
+    with _open(entry) as file:
+        digest = hashlib.new(algorithm, usedforsecurity=False)
+        copied = 0
+        while copied < entry.size and (chunk := file.read(min(CHUNK, entry.size - copied))):
+            digest.update(chunk)
+            out.write(chunk)
+            copied += len(chunk)
+        if copied != entry.size or file.read(1):
+            raise OSError(f"{entry.source or entry.path} changed while it was packaged")
+    return digest.hexdigest()
 
 
 # --- cpio newc (the RPM payload) ------------------------------------------------------------------
@@ -162,17 +190,7 @@ def write_cpio(
             if entry.size > _MAX_NEWC:
                 raise OSError(f"{entry.path}: {entry.size} bytes is too large for a cpio payload")
             _cpio_header(out, name, ino, stat.S_IFREG | entry.mode, 1, entry.mtime, entry.size)
-            with _open(entry) as file:
-                reader = HashingReader(file, algorithm)
-                copied = 0
-                while chunk := reader.read(min(CHUNK, entry.size - copied)):
-                    out.write(chunk)
-                    copied += len(chunk)
-                    if copied == entry.size:
-                        break
-                if copied != entry.size or file.read(1):
-                    raise OSError(f"{entry.source} changed while it was packaged")
+            digests[entry.path] = _copy_contents(entry, out, algorithm)
             out.write(_pad4(entry.size))
-            digests[entry.path] = reader.hash.hexdigest()
     _cpio_header(out, "TRAILER!!!", 0, 0, 1, 0, 0)
     return digests
