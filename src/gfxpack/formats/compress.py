@@ -24,10 +24,12 @@ if TYPE_CHECKING:
 DEFAULT_LEVELS = {"zstd": 9, "xz": 6, "gzip": 9, "none": 0}
 LEVEL_RANGES = {"zstd": (1, 22), "xz": (0, 9), "gzip": (0, 9), "none": (0, 0)}
 DEB_SUFFIX = {"zstd": ".zst", "xz": ".xz", "gzip": ".gz", "none": ""}
-# Below this many bytes zstd compresses on the calling thread: starting its worker
-# threads (about 0.4 ms) costs more than compressing a small archive, and every
-# package has one (control.tar), most releases dozens (metapackages, headers).
-SINGLE_THREADED = 256 << 10
+# From this many bytes on, zstd compresses on worker threads (every core). They cost
+# 5-10% more CPU time (each job's input is copied and handed over), which pays off
+# only when one archive would otherwise keep one core busy while the others idle: a
+# large package at the end of a build. Smaller archives, most of any release,
+# compress on the calling thread, and the build's processes keep the cores busy.
+THREADED_FROM = 64 << 20
 
 
 class InvalidCompression(GfxpackError, ValueError):
@@ -76,10 +78,11 @@ class _Uncompressed:
 def compressing(out: Writable, compression: Compression, size_hint: int) -> Iterator[Writable]:
     """A writable stream compressing into ``out``; closing it leaves ``out`` open.
 
-    zstd runs multi-threaded on every core, except when ``size_hint`` (the
-    expected input size, which must be computed from the inputs alone) is below
-    SINGLE_THREADED; its output does not depend on the number of cores, and the
-    hint lets it size its window so a small package does not pay for a large one.
+    zstd runs multi-threaded on every core when ``size_hint`` (the expected input
+    size, which must be computed from the inputs alone) is THREADED_FROM or more,
+    and on the calling thread below; its output does not depend on the number of
+    cores, and the hint lets it size its window so a small package does not pay for
+    a large one.
     Nothing depends on time or file names (gzip's header is zeroed), so builds are
     reproducible.
     """
@@ -91,7 +94,7 @@ def compressing(out: Writable, compression: Compression, size_hint: int) -> Iter
 
         params = zstandard.ZstdCompressionParameters.from_level(
             compression.level,
-            threads=0 if size_hint < SINGLE_THREADED else -1,
+            threads=-1 if size_hint >= THREADED_FROM else 0,
             source_size=size_hint,
             write_checksum=True,
         )
