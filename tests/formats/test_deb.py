@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gfxpack.formats import DEB
+from gfxpack.formats import deb as deb_format
 from gfxpack.plan import Kind
 from gfxpack.views import reachable
 from tests.conftest import dpkg_root, run
@@ -173,3 +175,13 @@ def test_lintian_reports_no_unexpected_error(example_release, key):
     errors = {line.split()[2] for line in result.stdout.splitlines() if line.startswith("E: ")}
     assert errors - ACCEPTED_LINTIAN_ERRORS == set(), result.stdout
     assert example_release.plan.by_key[key].kind in (Kind.HOST, Kind.DEVICE, Kind.META)
+
+
+def test_a_member_too_large_for_ars_size_field_is_an_error():
+    """ar gives a member's size ten decimal digits; an eleventh would shift the header
+    and corrupt the .deb, so it is refused with the member's name."""
+    written = io.BytesIO()
+    deb_format._ar_header(written, "data.tar.zst", deb_format.AR_MAX_SIZE, 0)
+    assert len(written.getvalue()) == 60  # the largest size still fits the field
+    with pytest.raises(OSError, match=r"data.tar.zst is 10,000,000,000 bytes"):
+        deb_format._ar_header(io.BytesIO(), "data.tar.zst", deb_format.AR_MAX_SIZE + 1, 0)

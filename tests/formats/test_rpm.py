@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gfxpack.formats import RPM
+from gfxpack.formats import RPM, PackageInfo
+from gfxpack.formats.compress import Compression
+from gfxpack.formats.payload import Entry, EntryKind, with_parents
 from gfxpack.formats.rpm import parse_dependency
 from gfxpack.formats.rpm_policy import ALTERNATIVES, LDCONFIG, is_shared_library
 from gfxpack.views import reachable
@@ -155,3 +157,35 @@ def test_relocatable_prefix(example_release, tmp_path):
     )
     assert (root / "usr/lib/rocm-8.2/.kpack/fft_lib_gfx942.kpack").is_file()
     assert not (root / "opt/rocm").exists()
+
+
+def test_a_package_past_4_gib_uses_rpms_64_bit_sizes(tmp_path):
+    """Two sparse files of just over 2 GiB: the installed size, and the payload's, need
+    rpm's 64-bit tags (the 32-bit ones cannot hold them)."""
+    half = (2 << 30) + (1 << 20)
+    entries = []
+    for name in ("a.co", "b.co"):
+        source = tmp_path / name
+        with open(source, "wb") as file:
+            file.truncate(half)
+        entries.append(Entry(f"/opt/rocm/lib/{name}", EntryKind.FILE, 0o644, half, str(source)))
+    info = PackageInfo(
+        name="big",
+        version="8.2.0",
+        release="1",
+        arch="x86_64",
+        summary="a package past 4 GiB",
+        entries=with_parents(entries, 0),
+        compression=Compression.parse("zstd:1"),
+    )
+    package = tmp_path / RPM.filename(info)
+    with open(package, "wb") as file:
+        RPM.write(info, file)
+    assert package.stat().st_size < 64 << 20  # zeros compress: only the sizes are large
+    (sizes,) = query(package, "%{LONGSIZE}|%{LONGSIGSIZE}|%{LONGARCHIVESIZE}\\n")
+    longsize, sigsize, archivesize = sizes.split("|")
+    assert int(longsize) == 2 * half
+    assert int(archivesize) > 2 * half  # the cpio stream: contents plus headers
+    assert int(sigsize) < 1 << 32  # header and compressed payload stay small
+    checked = run("rpmkeys", "-Kv", str(package)).stdout
+    assert "Payload SHA256 digest: OK" in checked and "Header SHA256 digest: OK" in checked

@@ -26,6 +26,7 @@ from gfxpack.formats.payload import (
 )
 
 AR_MAGIC = b"!<arch>\n"
+AR_MAX_SIZE = 9_999_999_999
 SCRIPTS = ("preinst", "postinst", "prerm", "postrm")
 
 
@@ -125,6 +126,9 @@ def _inline(path: str, mode: int, text: str, mtime: int) -> Entry:
 
 
 def _ar_header(out: Writable, name: str, size: int, mtime: int) -> None:
+    if size > AR_MAX_SIZE:
+        # ar's size field has ten decimal digits; a longer number would shift the header.
+        raise OSError(f"{name} is {size:,} bytes; a .deb member holds at most {AR_MAX_SIZE:,}")
     header = f"{name:<16}{mtime:<12}{0:<6}{0:<6}{0o100644:<8o}{size:<10}`\n"
     out.write(header.encode("ascii"))
 

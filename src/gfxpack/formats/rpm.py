@@ -56,6 +56,8 @@ LEAD_MAGIC = b"\xed\xab\xee\xdb"
 # Tags used below (rpm's rpmtag.h).
 SIG_REGION, HEADER_REGION, I18NTABLE = 62, 63, 100
 SIG_SHA1, SIG_SHA256, SIG_SIZE, SIG_PAYLOADSIZE = 269, 273, 1000, 1007
+# The 64-bit forms of the sizes, for a package past 4 GiB (rpm's "Large File Support").
+SIG_LONGSIZE, SIG_LONGARCHIVESIZE, LONGSIZE = 270, 271, 5009
 NAME, VERSION, RELEASE, SUMMARY, DESCRIPTION = 1000, 1001, 1002, 1004, 1005
 BUILDTIME, BUILDHOST, SIZE, VENDOR, LICENSE, GROUP, URL, OS, ARCH = (
     1006,
@@ -135,6 +137,14 @@ class _HeaderBuilder:
     def add(self, tag: int, kind: int, value: Any) -> None:
         self._entries[tag] = (kind, value)
 
+    def add_size(self, tags: tuple[int, int], size: int) -> None:
+        """A size under its 32-bit tag, or past 4 GiB under its 64-bit one."""
+        small, large = tags
+        if size < 0xFFFFFFFF:
+            self.add(small, INT32, size)
+        else:
+            self.add(large, INT64, size)
+
     def add_dependencies(self, tags: tuple[int, int, int], deps: list[Dependency]) -> None:
         if deps:
             name_tag, flags_tag, version_tag = tags
@@ -190,8 +200,8 @@ def write(info: PackageInfo, out: Writable) -> None:
         signature = _HeaderBuilder()
         signature.add(SIG_SHA1, STRING, hashlib.sha1(header, usedforsecurity=False).hexdigest())
         signature.add(SIG_SHA256, STRING, hashlib.sha256(header).hexdigest())
-        signature.add(SIG_SIZE, INT32, len(header) + compressed.size)
-        signature.add(SIG_PAYLOADSIZE, INT32, raw.size)
+        signature.add_size((SIG_SIZE, SIG_LONGSIZE), len(header) + compressed.size)
+        signature.add_size((SIG_PAYLOADSIZE, SIG_LONGARCHIVESIZE), raw.size)
         sig = signature.build(SIG_REGION)
         out.write(_lead(info))
         out.write(sig + b"\0" * (-len(sig) % 8))
@@ -221,7 +231,7 @@ def _main_header(
     h.add(DESCRIPTION, I18NSTRING, [info.description or info.summary or info.name])
     h.add(BUILDTIME, INT32, info.mtime)
     h.add(BUILDHOST, STRING, "gfxpack")
-    h.add(SIZE, INT32, installed_size(entries))
+    h.add_size((SIZE, LONGSIZE), installed_size(entries))
     h.add(LICENSE, STRING, info.license or "Unknown")
     h.add(GROUP, I18NSTRING, [info.group or "Unspecified"])
     h.add(OS, STRING, "linux")
