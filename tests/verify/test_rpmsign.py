@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from gfxpack.cli import cli
 from gfxpack.formats import RPM
-from gfxpack.formats.rpmsign import same_contents
+from gfxpack.formats.rpm import PAYLOADDIGEST
+from gfxpack.formats.rpmsign import _Layout, same_contents
 from gfxpack.release import ReleaseOptions, build_release
 from tests.conftest import EXAMPLE_CONFIG
 from tests.verify.conftest import export_key
@@ -55,8 +56,10 @@ def test_signed_rpm_passes_rpmkeys_and_tampering_fails(key, tmp_path):
     public = export_key(home, fingerprint, tmp_path / "key.asc", armor=True)
     checked = rpmkeys(tmp_path / "db", public, package)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    # A header-only signature and a header+payload one, both good.
-    assert checked.stdout.count("Signature, key ID") == 2
+    # One signature, over the header, which holds the payload's digest (as rpmsign does
+    # for such packages); no signature over header and payload together.
+    assert checked.stdout.count("Signature, key ID") == 1
+    assert "Payload SHA256 digest: OK" in checked.stdout
     assert "Header V4" in checked.stdout and "BAD" not in checked.stdout
     plain = subprocess.run(
         ["rpmkeys", "--dbpath", str(tmp_path / "db"), "-K", str(package)],
@@ -68,7 +71,7 @@ def test_signed_rpm_passes_rpmkeys_and_tampering_fails(key, tmp_path):
     assert same_contents(package, unsigned)
     # Signing again replaces the signatures rather than adding more.
     assert sign(home, "--key", fingerprint, str(package)).exit_code == 0
-    assert rpmkeys(tmp_path / "db", public, package).stdout.count("Signature, key ID") == 2
+    assert rpmkeys(tmp_path / "db", public, package).stdout.count("Signature, key ID") == 1
     data = package.read_bytes()
     for where, offset in (("payload", len(data) - 1), ("header", len(data) - 200)):
         tampered = tmp_path / f"tampered-{where}.rpm"
@@ -147,7 +150,7 @@ def test_release_signs_rpms_for_library_callers(gnupg, example_artifacts, tmp_pa
     assert rpms and len(rpms) < len(built)
     public = export_key(home, fingerprint, tmp_path / "key.asc", armor=True)
     checked = rpmkeys(tmp_path / "db", public, out / rpms[0].file)
-    assert checked.returncode == 0 and checked.stdout.count("Signature, key ID") == 2
+    assert checked.returncode == 0 and checked.stdout.count("Signature, key ID") == 1
     recorded = {
         item["file"]: item for item in json.loads((out / "index.json").read_text())["files"]
     }
@@ -158,3 +161,47 @@ def test_release_signs_rpms_for_library_callers(gnupg, example_artifacts, tmp_pa
             item.size,
             item.sha256,
         )
+
+
+def _damaged(package: Path, where: str) -> bytes:
+    """The package's bytes with one bit of its payload flipped, or its main header's
+    payload digest turned into another tag while the header's own digest still fits."""
+    data = bytearray(package.read_bytes())
+    if where == "payload":
+        data[-1] ^= 0x01
+        return bytes(data)
+    with open(package, "rb") as file:
+        header = _Layout(package, file).header
+    start = data.find(header)
+    count = int.from_bytes(header[8:12], "big")
+    for number in range(count):
+        entry = start + 16 + 16 * number
+        if int.from_bytes(data[entry : entry + 4], "big") == PAYLOADDIGEST:
+            data[entry : entry + 4] = (PAYLOADDIGEST + 900).to_bytes(4, "big")
+    changed = bytes(data[start : start + len(header)])
+    old, new = (hashlib.sha256(h).hexdigest().encode() for h in (header, changed))
+    sha1_old, sha1_new = (hashlib.sha1(h).hexdigest().encode() for h in (header, changed))
+    return bytes(data).replace(old, new).replace(sha1_old, sha1_new)
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("payload", "its payload does not match the SHA-256 its header records"),
+        ("digest", "its header records no payload digest"),
+    ],
+)
+def test_sign_refuses_a_package_its_header_does_not_vouch_for(gnupg, tmp_path, where, message):
+    """A signature over the header vouches for the payload through the digest the header
+    records: a package whose payload does not match it, or which records none, is refused,
+    and left as it was."""
+    home, fingerprint = gnupg
+    built = write_package(tmp_path / "build", RPM, "tool", files=("/opt/tool/a",))
+    package = tmp_path / built.name
+    package.write_bytes(_damaged(built, where))
+    before = package.read_bytes()
+    result = sign(home, "--key", fingerprint, str(package))
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(package) in lines[0] and message in lines[0]
+    assert package.read_bytes() == before

@@ -90,8 +90,9 @@ OnBuilt = Callable[[BuiltFile, int, int], None]
 @click.option(
     "--sign-key",
     metavar="FPR",
-    help="gpg key (fingerprint or user id) that signs every .rpm (header, and header "
-    "with payload, as rpmsign does); .deb files stay unsigned. gpg's GNUPGHOME applies.",
+    help="gpg key (fingerprint or user id) that signs every .rpm (its header, which "
+    "records the payload's digest, as rpmsign does); .deb files stay unsigned. gpg's "
+    "GNUPGHOME applies.",
 )
 @click.option(
     "--shard",

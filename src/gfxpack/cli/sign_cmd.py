@@ -23,8 +23,9 @@ from gfxpack.sign import sign_packages
 def sign_command(files: tuple[str, ...], sign_key: str) -> None:
     """Add OpenPGP signatures to .rpm FILES, as rpmsign --addsign does.
 
-    Each RPM gets a signature of its header and one of its header and payload,
-    made by gpg; signatures it already had are replaced. Check them with
+    Each RPM gets a signature of its header, which records the payload's SHA-256,
+    made by gpg once the payload and header are checked against their digests (a
+    damaged package is refused); signatures it already had are replaced. Check with
     `rpmkeys --import KEY && rpmkeys -K FILE`. .deb files are left unsigned:
     apt checks the signed repository index instead. When a file sits in a
     gfxpack build directory, its index.json is updated to the signed bytes.

@@ -1,11 +1,16 @@
 """OpenPGP signatures in an RPM's signature header, made by the system's gpg.
 
-rpm 4.18 (rpmsign --addsign) keeps two signatures beside the digests: one over
-the main header alone and one over the header and the compressed payload. Their
-tags depend on the key's algorithm: RSA keys use RSAHEADER (268) and PGP (1002),
-DSA and EdDSA keys use DSAHEADER (267) and GPG (1005). The main header and the
-payload are not touched, so a signed package is its unsigned build plus the
-signatures: reproducible apart from the signature bytes themselves.
+A package that records its compressed payload's SHA-256 in its main header
+(every package gfxpack or rpm 4.14 and later builds) is signed over that header
+alone, as rpmsign --addsign does since rpm 4.16: the header covers the payload
+through the digest. The signature's tag depends on the key's algorithm: RSA
+keys use RSAHEADER (268), DSA and EdDSA keys DSAHEADER (267). Before signing,
+the payload is checked against that digest and the header against its SHA-256
+in the signature header, so a damaged package is refused, never vouched for. A
+package without a payload digest (rpm before 4.14) is refused as well: only a
+signature over header and payload together could cover it. The main header and
+the payload are not touched, so a signed package is its unsigned build plus the
+signature: reproducible apart from the signature bytes themselves.
 
 The file is rewritten under a temporary name beside it and renamed over it, so
 a failure leaves the unsigned package as it was.
@@ -13,6 +18,7 @@ a failure leaves the unsigned package as it was.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import struct
@@ -31,14 +37,20 @@ from gfxpack.formats.rpm import (
     INT32,
     INT64,
     LEAD_MAGIC,
+    PAYLOADDIGEST,
+    PAYLOADDIGESTALGO,
+    SHA256_ALGO,
     SIG_REGION,
+    SIG_SHA256,
     STRING,
     STRING_ARRAY,
     _HeaderBuilder,
 )
 
 LEAD_SIZE = 96
-SIG_DSA_HEADER, SIG_RSA_HEADER, SIG_PGP, SIG_GPG = 267, 268, 1002, 1005
+SIG_DSA_HEADER, SIG_RSA_HEADER = 267, 268
+# Signatures over header and payload (rpm's v3 signatures), replaced like the others.
+SIG_PGP, SIG_GPG = 1002, 1005
 SIG_RESERVED_SPACE = 1008
 _OPENPGP_TAGS = (SIG_DSA_HEADER, SIG_RSA_HEADER, SIG_PGP, SIG_GPG, SIG_RESERVED_SPACE)
 # OpenPGP public-key algorithm ids (RFC 4880 9.1) whose signatures rpm files as RSA.
@@ -177,31 +189,66 @@ def _public_key_algorithm(signature: bytes) -> int:
 
 
 def sign_rpm(path: Path, key: str, gnupghome: str | None = None) -> None:
-    """Add (or replace) the OpenPGP signatures of the .rpm at ``path``."""
+    """Add (or replace) the OpenPGP signature of the .rpm at ``path``."""
     try:
         with open(path, "rb") as file:
             layout = _Layout(path, file)
+            _check_digests(path, layout, file)
     except OSError as e:
         raise SignError(f"{path}: cannot read it ({e.strerror})") from None
     header_only = _gpg_sign([layout.header], key, gnupghome, f"the header of {path}")
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.payload-")
-    payload_path = Path(name)
-    try:
-        with os.fdopen(fd, "wb") as payload, open(path, "rb") as source:
-            source.seek(layout.payload_offset)
-            shutil.copyfileobj(source, payload, 1 << 20)
-        whole = _gpg_sign([layout.header, payload_path], key, gnupghome, str(path))
-        rsa = _public_key_algorithm(header_only) in _RSA_ALGORITHMS
-        signature = _HeaderBuilder()
-        for tag, kind, value in layout.entries:
-            if tag not in _OPENPGP_TAGS:
-                signature.add(tag, kind, value)
-        signature.add(SIG_RSA_HEADER if rsa else SIG_DSA_HEADER, BIN, header_only)
-        signature.add(SIG_PGP if rsa else SIG_GPG, BIN, whole)
-        blob = signature.build(SIG_REGION)
-        _replace(path, layout.lead, blob + b"\0" * (-len(blob) % 8), layout.header, payload_path)
-    finally:
-        payload_path.unlink(missing_ok=True)
+    rsa = _public_key_algorithm(header_only) in _RSA_ALGORITHMS
+    signature = _HeaderBuilder()
+    for tag, kind, value in layout.entries:
+        if tag not in _OPENPGP_TAGS:
+            signature.add(tag, kind, value)
+    signature.add(SIG_RSA_HEADER if rsa else SIG_DSA_HEADER, BIN, header_only)
+    blob = signature.build(SIG_REGION)
+    _replace(
+        path, layout.lead + blob + b"\0" * (-len(blob) % 8) + layout.header, layout.payload_offset
+    )
+
+
+def _check_digests(path: Path, layout: _Layout, file: BinaryIO) -> None:
+    """The header against its SHA-256 in the signature header, and the payload against
+    the SHA-256 the header records: what the signature will vouch for."""
+    recorded = dict((tag, value) for tag, _, value in layout.entries).get(SIG_SHA256)
+    if recorded is not None and recorded != hashlib.sha256(layout.header).hexdigest():
+        raise SignError(f"{path}: its header does not match its SHA-256 digest; not signing it")
+    algorithm = _header_value(path, layout.header, PAYLOADDIGESTALGO)
+    expected = _header_value(path, layout.header, PAYLOADDIGEST)
+    if expected is None:
+        raise SignError(
+            f"{path}: its header records no payload digest (built by rpm before 4.14?); "
+            "only packages whose header covers their payload are signed"
+        )
+    if algorithm not in (None, SHA256_ALGO):
+        raise SignError(
+            f"{path}: its payload digest uses algorithm {algorithm}; gfxpack checks SHA-256 "
+            f"({SHA256_ALGO}) only"
+        )
+    digest = hashlib.sha256()
+    file.seek(layout.payload_offset)
+    while chunk := file.read(1 << 20):
+        digest.update(chunk)
+    if [digest.hexdigest()] != (expected if isinstance(expected, list) else [expected]):
+        raise SignError(
+            f"{path}: its payload does not match the SHA-256 its header records; "
+            "not signing a damaged package"
+        )
+
+
+def _header_value(path: Path, header: bytes, wanted: int) -> object:
+    """One entry of a main header (only integer and string types are read), or None."""
+    count = struct.unpack_from(">i", header, 8)[0]
+    store = header[16 + 16 * count :]
+    for number in range(count):
+        tag, kind, offset, items = struct.unpack_from(">iiii", header, 16 + 16 * number)
+        if tag == wanted:
+            if not 0 <= offset <= len(store) or not 0 < items <= len(store):
+                raise SignError(f"{path}: main header entry {tag} points outside its data")
+            return _decode(path, tag, kind, store, offset, items)
+    return None
 
 
 def same_contents(one: Path, other: Path) -> bool:
@@ -219,15 +266,12 @@ def same_contents(one: Path, other: Path) -> bool:
                 return True
 
 
-def _replace(path: Path, *parts: bytes | Path) -> None:
-    """Write ``parts`` to a temporary file beside ``path`` (with its mode) and rename it
-    over ``path``."""
+def _replace(path: Path, head: bytes, payload_offset: int) -> None:
+    """Rewrite ``path`` as ``head`` followed by its own bytes from ``payload_offset`` on,
+    under a temporary name beside it (with its mode) renamed over it."""
     mode = path.stat().st_mode & 0o7777
-    with atomic_path(path) as temporary, open(temporary, "wb") as out:
+    with atomic_path(path) as temporary, open(temporary, "wb") as out, open(path, "rb") as source:
         os.fchmod(out.fileno(), mode)
-        for part in parts:
-            if isinstance(part, Path):
-                with open(part, "rb") as source:
-                    shutil.copyfileobj(source, out, 1 << 20)
-            else:
-                out.write(part)
+        out.write(head)
+        source.seek(payload_offset)
+        shutil.copyfileobj(source, out, 1 << 20)
