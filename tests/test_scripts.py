@@ -26,6 +26,13 @@ def test_priority_is_upstreams_formula():
     assert priority("8.3.0", EPOCH) > priority("8.2.9", EPOCH + 365 * 86400)
 
 
+@pytest.mark.parametrize("version", ["7.14.0~dev20260625", "7.14.0rc3", "7.14.0.20260625"])
+def test_priority_reads_only_the_release_numbers(version):
+    """A nightly's date is not a patch level: it ranks as its release and stays within
+    the signed 32-bit priority update-alternatives takes."""
+    assert priority(version, EPOCH) == priority("7.14.0", EPOCH) < 2**31
+
+
 def test_only_versioned_variants_of_postinstall_bases_carry_scripts(release):
     carrying = {
         p.key for p in release.packages for fmt in FORMATS if scripts_for(release, p, fmt, EPOCH)

@@ -15,6 +15,8 @@ relocated prefix from ``RPM_INSTALL_PREFIX0``.
 
 from __future__ import annotations
 
+from itertools import takewhile
+
 from gfxpack.config import PackageSpec
 from gfxpack.formats.package_format import PackageFormat
 from gfxpack.formats.scripts import Alternative, Slave
@@ -27,8 +29,12 @@ _DEVEL_TOOLS = ("MIOpenDriver",)
 
 
 def priority(version: str, epoch: int) -> int:
-    """(((major-3)*14+minor)*14+patch)*10^6 + minutes since 1.6e9 s (upstream's formula)."""
-    parts = [int("".join(ch for ch in p if ch.isdigit()) or 0) for p in version.split(".")[:3]]
+    """(((major-3)*14+minor)*14+patch)*10^6 + minutes since 1.6e9 s (upstream's formula).
+
+    Each component counts by its leading digits only: the patch of ``7.14.0~dev20260625``
+    is 0, not 20260625, which would outrank every release and overflow the 32-bit
+    priority update-alternatives accepts."""
+    parts = [int("".join(takewhile(str.isdigit, p)) or 0) for p in version.split(".")[:3]]
     major, minor, patch = [*parts, 0, 0, 0][:3]
     return (((major - 3) * 14 + minor) * 14 + patch) * 1_000_000 + max(
         0, epoch - 1_600_000_000
