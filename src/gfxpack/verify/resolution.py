@@ -141,7 +141,7 @@ def resolve(
     resolution = Resolution(requested)
     problems = solver.solve(jobs)
     if problems:
-        resolution.problems = [_describe_problem(p) for p in problems]
+        resolution.problems = [_describe_problem(universe, p) for p in problems]
         resolution.unprovided = {
             rule.info().dep_id
             for problem in problems
@@ -187,6 +187,35 @@ def _steps(universe: Universe, transaction: solv.Transaction) -> list[Step]:
     return sorted(steps, key=lambda s: (s.name, s.version))
 
 
-def _describe_problem(problem: solv.Problem) -> str:
-    rules = [r.info().problemstr() for r in problem.findallproblemrules()]
+_S = solv.Solver
+# What the rules behind a failed resolution say, in words of our own so that the
+# relations and packages can be spelled as the repository's format spells them:
+# libsolv's own sentences (problemstr) write every relation as RPM does.
+_RULE_TEXTS = {
+    _S.SOLVER_RULE_PKG_NOTHING_PROVIDES_DEP: "nothing provides {dep} needed by {package}",
+    _S.SOLVER_RULE_PKG_REQUIRES: "{package} requires {dep}, but none of its providers can "
+    "be installed",
+    _S.SOLVER_RULE_PKG_CONFLICTS: "{package} conflicts with {dep}, which {other} provides",
+    _S.SOLVER_RULE_PKG_SAME_NAME: "cannot install both {package} and {other}",
+    _S.SOLVER_RULE_PKG_OBSOLETES: "{package} replaces {dep}, which {other} provides",
+    _S.SOLVER_RULE_PKG_INSTALLED_OBSOLETES: "{package} replaces {dep}, which {other} provides",
+    _S.SOLVER_RULE_PKG_IMPLICIT_OBSOLETES: "{package} replaces {dep}, which {other} provides",
+    _S.SOLVER_RULE_PKG_NOT_INSTALLABLE: "{package} is not installable",
+    _S.SOLVER_RULE_JOB_NOTHING_PROVIDES_DEP: "nothing provides the requested {dep}",
+}
+
+
+def _describe_problem(universe: Universe, problem: solv.Problem) -> str:
+    rules = [_describe_rule(universe, r.info()) for r in problem.findallproblemrules()]
     return "; ".join(dict.fromkeys(rules)) or str(problem)
+
+
+def _describe_rule(universe: Universe, info: solv.Ruleinfo) -> str:
+    text = _RULE_TEXTS.get(info.type)
+    if text is None or universe.fmt.solv_prints_relations:
+        return str(info.problemstr())  # libsolv's words are the format's own
+    return text.format(
+        dep=universe.show_dep(info.dep_id) if info.dep_id else "",
+        package=universe.nevr(info.solvable.id) if info.solvable else "",
+        other=universe.nevr(info.othersolvable.id) if info.othersolvable else "",
+    )
