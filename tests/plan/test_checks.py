@@ -159,3 +159,35 @@ def test_cycles_are_reported_once_across_formats():
 
 def test_cycles_function_finds_none_in_seed(seed_plan):
     assert list(cycles(seed_plan)) == []
+
+
+def cross_arch_warnings(*entries) -> list[str]:
+    release_plan = plan(specs(*entries), TARGETS, "8.2.0")
+    return [
+        note.message
+        for note in release_plan.notes
+        if note.severity is Severity.WARNING and " pulls in " in note.message
+    ]
+
+
+def test_a_longer_way_to_another_arch_is_a_warning_with_its_path():
+    """Each edge is allowed (a per-arch SDK meta -> a -devel package -> the library's
+    full meta -> every arch), yet the SDK of one arch installs every arch's code."""
+    (warning,) = cross_arch_warnings(
+        pkg("amdrocm-blas", gfx=True),
+        pkg("amdrocm-blas-devel", ["amdrocm-blas"]),
+        pkg("amdrocm-sdk", ["amdrocm-blas-devel"], gfx=True, meta=True),
+    )
+    assert warning.startswith(
+        "amdrocm-sdk8.2-gfx1100 (gfx1100) pulls in amdrocm-blas8.2-gfx942 of gfx942: "
+        "amdrocm-sdk8.2-gfx1100 → amdrocm-blas-dev8.2 → amdrocm-blas8.2 → "
+        "amdrocm-blas8.2-gfx942 (likewise for gfx942); "
+    )
+
+
+def test_an_sdk_of_arch_neutral_parts_warns_of_nothing():
+    assert not cross_arch_warnings(
+        pkg("amdrocm-blas", gfx=True),
+        pkg("amdrocm-tools"),
+        pkg("amdrocm-sdk", ["amdrocm-blas", "amdrocm-tools"], gfx=True, meta=True),
+    )

@@ -105,6 +105,26 @@ def test_each_cycle_is_one_warning_with_its_shortest_path(therock_plan):
     )
 
 
+def test_each_way_to_every_arch_goes_through_a_devel_package(therock_plan):
+    """No edge crosses arches, but per-arch SDK metas and test packages depend on -devel
+    packages, which depend on full metapackages (every arch): one warning per base,
+    each path passing a -dev package, the SDK metas among them."""
+    warned = {
+        note.packages[0]: note.message
+        for note in therock_plan.notes
+        if note.severity is Severity.WARNING and " pulls in " in note.message
+    }
+    assert {"amdrocm-core-sdk8.2-gfx90a", "amdrocm-hpc-sdk8.2-gfx90a"} <= set(warned)
+    for first, message in warned.items():
+        path = message.split(": ", 1)[1].split(" (likewise")[0].split(" → ")
+        assert path[0] == first and len(path) >= 3
+        assert any("-dev8.2" in hop for hop in path[1:-1]), message
+        assert message.endswith(
+            "installs device code of other arches too (gfxpack verify "
+            "reports it as a cross-arch violation)"
+        )
+
+
 def test_the_issue_command_succeeds_with_cycle_warnings_and_strict_refuses_them():
     config = str(shared_path("fixtures", "therock", "package.json"))
     args = ["plan", "--config", config, "--target", ",".join(TARGETS), "--rocm-version", "8.2.0"]

@@ -9,7 +9,10 @@
 
 Dependency cycles are not violations: Debian policy and rpm both install the
 members of a cycle together, and TheRock's own package.json has them. They are
-returned by :func:`cycles` for the planner to report as warnings.
+returned by :func:`cycles` for the planner to report as warnings. So are the
+longer ways an arch-specific package reaches another arch (:func:`cross_arch_paths`),
+each edge of which is allowed on its own: a per-arch SDK meta depending on a
+``-devel`` package, which depends on full metapackages, installs every arch.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from collections.abc import Iterator, Mapping
 
 from gfxpack.config import PackageSpec
 from gfxpack.formats.package_format import FORMATS, PackageFormat
-from gfxpack.plan.model import Cause, Kind, ReleasePlan
+from gfxpack.plan.model import Cause, Kind, PlannedPackage, ReleasePlan
 from gfxpack.plan.rules import dependency_base, is_package_dependency
 
 
@@ -112,6 +115,58 @@ def cross_arch_edges(plan: ReleasePlan) -> Iterator[Cause]:
                         f"{target.name(fmt)}, a package of another arch ({target.arch})",
                         (package.key, target.key),
                     )
+
+
+def cross_arch_paths(plan: ReleasePlan) -> Iterator[Cause]:
+    """Arch-specific packages whose dependencies, followed further, reach a package of
+    another arch: one Cause per base, with the shortest such path of its first arch."""
+    fmt = FORMATS[0]  # the formats spell one graph
+    graph = {
+        package.key: [req.target for dep in package.relations(fmt).depends for req in dep]
+        for package in plan.packages
+    }
+    found: dict[str, list[tuple[PlannedPackage, list[str]]]] = {}
+    for package in plan.packages:
+        if package.arch is None or package.kind not in (Kind.DEVICE, Kind.ARCH_META):
+            continue
+        path = _first_of_another_arch(plan, graph, package)
+        if path is not None:
+            found.setdefault(package.base, []).append((package, path))
+    for reached in found.values():
+        package, path = reached[0]
+        names = [plan.by_key[key].name(fmt) for key in path]
+        others = [p.arch for p, _ in reached[1:] if p.arch]
+        yield Cause(
+            f"{names[0]} ({package.arch}) pulls in {names[-1]} of "
+            f"{plan.by_key[path[-1]].arch}: {' → '.join(names)}"
+            + (f" (likewise for {', '.join(others)})" if others else ""),
+            tuple(dict.fromkeys(path)),
+        )
+
+
+def _first_of_another_arch(
+    plan: ReleasePlan, graph: Mapping[str, list[str | None]], start: PlannedPackage
+) -> list[str] | None:
+    """The shortest path over Depends from ``start`` to a package of another arch (the
+    direct edges cross_arch_edges checks are one hop long), or None."""
+    parent: dict[str, str] = {start.key: start.key}
+    frontier = [start.key]
+    while frontier:
+        following = []
+        for key in frontier:
+            for target in graph.get(key, ()):
+                if target is None or target in parent or target not in plan.by_key:
+                    continue
+                parent[target] = key
+                arch = plan.by_key[target].arch
+                if arch is not None and arch != start.arch:
+                    path = [target]
+                    while path[-1] != start.key:
+                        path.append(parent[path[-1]])
+                    return path[::-1]
+                following.append(target)
+        frontier = following
+    return None
 
 
 def empty_aggregators(plan: ReleasePlan) -> Iterator[Cause]:

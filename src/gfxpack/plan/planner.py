@@ -323,6 +323,13 @@ class _Planner:
                 f"{cycle}: dpkg and rpm install the packages of a cycle together",
                 cycle.packages,
             )
+        for path in checks.cross_arch_paths(result):
+            self.note(
+                Severity.WARNING,
+                f"{path}; installing it installs device code of other arches too "
+                "(gfxpack verify reports it as a cross-arch violation)",
+                path.packages,
+            )
         return dataclasses.replace(result, notes=tuple(self.notes.values()))
 
     # One method per package type of seed 000; each yields the family in build order.

@@ -4,8 +4,9 @@ A system is a list of deb822 stanzas: ``Package``, ``Version``, optional
 ``Architecture``, ``Provides`` and ``Depends``, with relations in the syntax of
 the format being verified. A dpkg status file is one as it stands (stanzas
 whose ``Status`` is not installed are skipped); the bundled files describe a
-Debian 12 and an Enterprise Linux 9 machine with the system names the example
-release depends on.
+Debian 12 and an Enterprise Linux 9 machine with the system packages the example
+release and TheRock's package.json depend on (with g++ installed, as a developer's
+machine has).
 """
 
 from __future__ import annotations
