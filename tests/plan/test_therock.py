@@ -154,3 +154,20 @@ def test_builds_from_a_generated_artifacts_tree(tmp_path):
     assert len(index["files"]) == len(built) == len(release_plan.packages)
     devices = {b.package for b in built if b.kind == Kind.DEVICE.value}
     assert {f"amdrocm-blas8.2-{arch}" for arch in TARGETS} <= devices
+    # Published and resolved against the bundled Debian 12 system: every package
+    # installs; the only findings are the cross-arch paths the plan warned about.
+    runner = CliRunner()
+    repo = tmp_path / "repo"
+    published = runner.invoke(cli, ["repo", "--in", str(tmp_path / "out"), "--out", str(repo)])
+    assert published.exit_code == 0, published.output
+    verified = runner.invoke(cli, ["verify", "--repo", str(repo), "--json"])
+    (report,) = json.loads(verified.stdout)
+    assert report["checked"]["installable"] == len(built)
+    assert {v["rule"] for v in report["violations"]} == {"cross-arch"}, verified.stdout[:2000]
+    warned_bases = {
+        release_plan.by_key[note.packages[0]].base
+        for note in release_plan.notes
+        if note.severity is Severity.WARNING and " pulls in " in note.message
+    }
+    found = {v["install"].split("=")[0] for v in report["violations"]}
+    assert found and {release_plan.by_key[key].base for key in found} <= warned_bases
