@@ -67,3 +67,14 @@ def test_setup_package_options_are_checked_before_anything_is_written(gnupg, tmp
     )  # fmt: skip
     assert result.exit_code == 1 and "--setup-package 'Bad Name'" in result.stderr
     assert not out.exists()
+
+
+def test_quiet_prints_each_formats_summary_only(tmp_path):
+    build = tmp_path / "build"
+    write_package(build, DEB, "tool")
+    write_package(build, RPM, "tool")
+    result = repo(None, "--in", str(build), "--out", str(tmp_path / "repo"), "-q")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["deb", "rpm"]
+    assert all("1 new, 1 in" in line for line in lines)

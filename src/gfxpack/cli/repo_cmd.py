@@ -86,6 +86,9 @@ def _warn(message: str) -> None:
     "or fail at once.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Only each format's summary line, no setup lines."
+)
 @strict_option
 @reports_errors
 def repo_command(
@@ -98,6 +101,7 @@ def repo_command(
     setup_version: str,
     wait: bool,
     as_json: bool,
+    quiet: bool,
     strict: bool,
 ) -> None:
     """Publish built packages as an apt and an rpm-md repository.
@@ -160,4 +164,5 @@ def repo_command(
             )
         )
     for fmt, line in lines.items():
-        click.echo(f"  {fmt.client}:  {line}")
+        if not quiet:
+            click.echo(f"  {fmt.client}:  {line}")
