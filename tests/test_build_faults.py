@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -293,6 +294,21 @@ def test_a_full_disk_while_writing_the_index_is_one_line(tmp_path):
         assert result.stderr == f"error: {out}/index.json: cannot write: No space left on device\n"
         left = listing(out)
     assert left == SMALL_FILES | {".gfxpack-building.json"}  # no partial index
+
+
+def test_large_archives_wait_beside_out_not_in_the_temporary_directory(tmp_path, monkeypatch):
+    """A package's compressed payload waits for its header in a file once past a few
+    MiB; that file lives in OUT's scratch directory, not in /tmp, which is often a
+    small tmpfs: a 1 MiB temporary directory does not stop a 12 MiB package."""
+    stage = make_tree(tmp_path / "art")
+    (stage / "lib" / "librocblas.co").write_bytes(os.urandom(12 << 20))  # incompressible
+    with tmpfs(tmp_path / "tmp", "size=1m") as small:
+        monkeypatch.setattr(tempfile, "tempdir", str(small))
+        result = cli_build(tmp_path, tmp_path / "art", "--compression", "zstd:1")
+        assert result.exit_code == 0, result.output
+        assert listing(small) == set()
+    index = json.loads((tmp_path / "out" / "index.json").read_text())
+    assert max(item["size"] for item in index["files"]) > 12 << 20
 
 
 def test_a_read_only_out_is_one_line(tmp_path):

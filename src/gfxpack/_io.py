@@ -121,8 +121,9 @@ class _Discard:
         return len(data)
 
 
-def spool() -> tempfile.SpooledTemporaryFile[bytes]:
+def spool(directory: str | None = None) -> tempfile.SpooledTemporaryFile[bytes]:
     """A scratch file for an archive that must be complete before the header in front
     of it can be written (a .deb member's size, an RPM payload's digest): in memory up
-    to SPOOL_LIMIT bytes, an anonymous temporary file beyond."""
-    return tempfile.SpooledTemporaryFile(max_size=SPOOL_LIMIT)
+    to SPOOL_LIMIT bytes, beyond that an anonymous temporary file in ``directory``
+    (default: the system's temporary directory)."""
+    return tempfile.SpooledTemporaryFile(max_size=SPOOL_LIMIT, dir=directory)

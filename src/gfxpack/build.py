@@ -135,7 +135,7 @@ def write_package(info: PackageInfo, fmt: PackageFormat, scratch: str, out: str)
     with open(partial, "wb") as file:
         os.fchmod(file.fileno(), FILE_MODE)  # not the umask's
         hashing = HashingWriter(file, "sha256")
-        fmt.write(info, hashing)
+        fmt.write(info, hashing, scratch)  # large archives wait beside OUT, not in /tmp
     os.replace(partial, os.path.join(out, name))
     return name, hashing.size, hashing.hexdigest(), time.perf_counter() - started
 

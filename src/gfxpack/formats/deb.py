@@ -90,10 +90,10 @@ def _one_line(value: str) -> str:
     return " ".join(value.split())
 
 
-def write(info: PackageInfo, out: Writable) -> None:
+def write(info: PackageInfo, out: Writable, scratch: str | None = None) -> None:
     suffix = DEB_SUFFIX[info.compression.codec]
     entries = with_parents(info.entries, info.mtime)
-    with spool() as data:
+    with spool(scratch) as data:
         with compressing(data, info.compression, archive_size_hint(entries)) as stream:
             digests = write_tar(stream, entries, info.mtime)
         data_size = data.tell()
@@ -107,7 +107,7 @@ def write(info: PackageInfo, out: Writable) -> None:
             (f"/{name}", 0o755, info.scripts[name]) for name in SCRIPTS if name in info.scripts
         ]
         control = tuple(_inline(path, mode, text, info.mtime) for path, mode, text in members)
-        with spool() as control_tar:
+        with spool(scratch) as control_tar:
             with compressing(control_tar, info.compression, archive_size_hint(control)) as stream:
                 write_tar(stream, control, info.mtime)
             out.write(AR_MAGIC)

@@ -183,8 +183,10 @@ class PackageFormat(abc.ABC):
         """The file name of one package."""
 
     @abc.abstractmethod
-    def write(self, info: PackageInfo, out: Writable) -> None:
-        """Write one package to ``out``."""
+    def write(self, info: PackageInfo, out: Writable, scratch: str | None = None) -> None:
+        """Write one package to ``out``; what waits for its header beyond a few MiB
+        goes to a temporary file in ``scratch`` (default: the system's temporary
+        directory, often a small tmpfs: a build passes a directory beside its OUT)."""
 
     @abc.abstractmethod
     def maintainer_scripts(
@@ -279,10 +281,10 @@ class _Deb(PackageFormat):
 
         return deb.filename(info)
 
-    def write(self, info: PackageInfo, out: Writable) -> None:
+    def write(self, info: PackageInfo, out: Writable, scratch: str | None = None) -> None:
         from gfxpack.formats import deb
 
-        deb.write(info, out)
+        deb.write(info, out, scratch)
 
     def maintainer_scripts(
         self, alternatives: list[Alternative], prefix: str, rank: int, siblings: list[str]
@@ -371,10 +373,10 @@ class _Rpm(PackageFormat):
 
         return rpm.filename(info)
 
-    def write(self, info: PackageInfo, out: Writable) -> None:
+    def write(self, info: PackageInfo, out: Writable, scratch: str | None = None) -> None:
         from gfxpack.formats import rpm
 
-        rpm.write(info, out)
+        rpm.write(info, out, scratch)
 
     def maintainer_scripts(
         self, alternatives: list[Alternative], prefix: str, rank: int, siblings: list[str]

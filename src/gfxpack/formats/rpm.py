@@ -188,10 +188,10 @@ def _encode(kind: int, value: Any) -> tuple[bytes, int]:
     return struct.pack(f">{len(values)}{code}", *values), len(values)
 
 
-def write(info: PackageInfo, out: Writable) -> None:
+def write(info: PackageInfo, out: Writable, scratch: str | None = None) -> None:
     info = rpm_policy.apply(info)
     entries = info.entries
-    with spool() as payload:
+    with spool(scratch) as payload:
         compressed = HashingWriter(payload, "sha256")
         with compressing(compressed, info.compression, archive_size_hint(entries)) as stream:
             raw = HashingWriter(stream)  # counting only: the uncompressed size
