@@ -94,19 +94,6 @@ class HashingWriter:
         return self.hashes[index].hexdigest()
 
 
-class HashingReader:
-    """Reads through from ``file``, hashing what it returns with ``algorithm``."""
-
-    def __init__(self, file: BinaryIO, algorithm: str) -> None:
-        self._file = file
-        self.hash = hashlib.new(algorithm, usedforsecurity=False)
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._file.read(size)
-        self.hash.update(data)
-        return data
-
-
 def file_digests(path: str | os.PathLike[str], *algorithms: str) -> tuple[int, list[str]]:
     """Size and hex digests of a file, read once in 1 MiB chunks."""
     sink = HashingWriter(_Discard(), *algorithms)
