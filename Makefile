@@ -95,6 +95,7 @@ bench: $(STAMP)
 	$(PY) bench/plan_scale.py
 	$(PY) bench/kpack_speed.py
 	$(PY) bench/build_speed.py
+	$(PY) bench/build_speed.py --floor-table
 	$(PY) bench/descriptor_load.py
 	$(PY) bench/verify_scale.py
 	$(PY) bench/split_speed.py --work build/realworld
