@@ -61,3 +61,12 @@ def test_contents_index_lists_what_the_packages_install(example_repo, example_re
         if e.kind != "dir"
     }
     assert routed <= listed
+
+
+def test_verify_in_a_pipeline_imports_no_progress_bar(example_repo):
+    """Without a terminal there is no bar to draw, so rich is never imported."""
+    from tests.test_cli_startup import imported
+
+    names = imported("verify", "--repo", str(example_repo), "--install", "amdrocm-core8.2-gfx942")
+    assert "solv" in names  # it did resolve
+    assert "rich" not in names

@@ -10,12 +10,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 import click
 
-from gfxpack import build as build_module
-from gfxpack.build import BuiltFile
 from gfxpack.cli.common import (
     plan_options,
     print_notes,
@@ -26,13 +24,13 @@ from gfxpack.cli.common import (
 )
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import FORMATS
-from gfxpack.formats.changelog import parse_changelog
 from gfxpack.formats.compress import Compression
 from gfxpack.plan import Kind, Mode, ReleasePlan
-from gfxpack.release import ReleaseOptions, build_release
-from gfxpack.shard import by_targets, parse_shard
 
-OnBuilt = Callable[[BuiltFile, int, int], None]
+if TYPE_CHECKING:
+    from gfxpack.build import BuiltFile
+
+    OnBuilt = Callable[[BuiltFile, int, int], None]
 
 
 @click.command("build")
@@ -183,6 +181,13 @@ def build_command(
     byte for byte, as one machine's build. --executor dask runs the packages on a Dask
     cluster instead of local processes.
     """
+    # The pipeline (process pools, archive writers) only when a build runs: --help and
+    # shell completion do not load it.
+    from gfxpack import build as build_module
+    from gfxpack.formats.changelog import parse_changelog
+    from gfxpack.release import ReleaseOptions, build_release
+    from gfxpack.shard import by_targets, parse_shard
+
     known = {fmt.name: fmt for fmt in FORMATS}
     chosen = tuple(split_list((formats,)))
     if not chosen or any(f not in known for f in chosen):

@@ -5,26 +5,19 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from gfxpack import views
 from gfxpack.cli.common import reports_errors
 from gfxpack.cli.lazy import LazyGroup, Subcommand
-from gfxpack.descriptors import (
-    Diagnostics,
-    EngineNames,
-    Level,
-    SymbolRegistry,
-    load_validated,
-    provider_roots,
-)
-from gfxpack.descriptors.installed import LAYOUT, installed_roots
-from gfxpack.descriptors.lint import lint
-from gfxpack.descriptors.listing import engines_json
-from gfxpack.descriptors.types import device_base
 from gfxpack.errors import GfxpackError
+
+if TYPE_CHECKING:
+    from gfxpack.descriptors import Diagnostics, SymbolRegistry
+
+# The descriptor loader (jsonschema, msgpack, zstandard) is imported by each command
+# when it runs, so --help and shell completion do not load it.
 
 
 @click.group(
@@ -51,6 +44,8 @@ def descriptors_group() -> None:
 
 
 def _roots(roots: Sequence[str], runtime_dir: str | None, diags: Diagnostics) -> list[Path]:
+    from gfxpack.descriptors import provider_roots
+
     found = provider_roots(roots, os.environ, runtime_dir, diags)
     if not found:
         raise GfxpackError("no descriptor root: give --root DIR (or set HIPDNN_DESCRIPTOR_DIR)")
@@ -59,6 +54,8 @@ def _roots(roots: Sequence[str], runtime_dir: str | None, diags: Diagnostics) ->
 
 def _installed(install_roots: tuple[str, ...]) -> list[str]:
     """The descriptor roots of the providers installed under each install root."""
+    from gfxpack.descriptors.installed import LAYOUT, installed_roots
+
     found: list[str] = []
     for install_root in install_roots:
         roots = installed_roots(install_root)
@@ -72,6 +69,8 @@ def _installed(install_roots: tuple[str, ...]) -> list[str]:
 
 
 def _registry(symbols: str | None) -> SymbolRegistry | None:
+    from gfxpack.descriptors import SymbolRegistry
+
     return SymbolRegistry.from_file(symbols) if symbols else None
 
 
@@ -143,6 +142,11 @@ def list_engines(
     last line counts the ERROR and WARN diagnostics; the exit status is 0 unless
     --strict is given and there is any.
     """
+    from gfxpack import views
+    from gfxpack.descriptors import Diagnostics, EngineNames, Level, load_validated
+    from gfxpack.descriptors.listing import engines_json
+    from gfxpack.descriptors.types import device_base
+
     diags = Diagnostics()
     result = load_validated(
         _roots([*roots, *_installed(install_roots)], runtime_dir, diags),
@@ -226,6 +230,9 @@ def _source_text(kernel: dict[str, Any]) -> str:
 def lint_command(roots: tuple[str, ...], symbols: str | None, as_json: bool) -> None:
     """Check every file against the shipped JSON Schemas, report the lowest version each
     needs, then run the loader; exit 1 on any ERROR."""
+    from gfxpack import views
+    from gfxpack.descriptors.lint import lint
+
     result = lint([os.fspath(r) for r in roots], _registry(symbols))
     errors = result.problems
     if as_json:

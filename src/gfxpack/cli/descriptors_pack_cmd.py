@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from gfxpack import views
 from gfxpack.cli.common import reports_errors
-from gfxpack.descriptors import SymbolRegistry
-from gfxpack.descriptors.pack import CodeObjectArchives, CodeObjectFiles, CodeObjects, pack
+
+if TYPE_CHECKING:
+    from gfxpack.descriptors.pack import CodeObjects
 
 
 @click.command("pack")
@@ -81,6 +83,10 @@ def pack_command(
     """
     if bool(code_objects) == bool(archives):
         raise click.UsageError("give either --code-objects DIR or --from-kpack ARCHIVE")
+    from gfxpack import views
+    from gfxpack.descriptors import SymbolRegistry
+    from gfxpack.descriptors.pack import CodeObjectArchives, CodeObjectFiles, pack
+
     source: CodeObjects = (
         CodeObjectArchives(archives) if archives else CodeObjectFiles(code_objects or "")
     )

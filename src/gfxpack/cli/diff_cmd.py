@@ -8,13 +8,10 @@ from pathlib import Path
 
 import click
 
-from gfxpack import diff as diff_module
-from gfxpack import inventory
 from gfxpack.cli.common import FORMAT_NAMES, as_format, plan_options, split_list
-from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import DEB, PackageFormat
-from gfxpack.plan import Mode, PinPolicy, ReleasePlan, plan
+from gfxpack.plan import Mode, PinPolicy, ReleasePlan
 
 # Exit statuses of diff(1): no differences, differences (with --exit-code), trouble.
 SAME, DIFFERENT, TROUBLE = 0, 1, 2
@@ -89,6 +86,11 @@ def diff_command(
     Exit status: 0, or with --exit-code 0 when nothing differs and 1 when
     something does; 2 on errors.
     """
+    from gfxpack import diff as diff_module
+    from gfxpack import inventory
+    from gfxpack.config import load_config
+    from gfxpack.plan import plan
+
     chosen_targets = split_list(targets)
 
     def planner(config_path: Path) -> ReleasePlan:

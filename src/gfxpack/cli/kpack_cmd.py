@@ -8,15 +8,21 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 
-from gfxpack import kpack
-from gfxpack._io import write_atomically
 from gfxpack.cli.common import reports_errors
 from gfxpack.errors import GfxpackError
-from gfxpack.plan.naming import TARGET
+
+if TYPE_CHECKING:
+    from gfxpack import kpack
+
+# The archive library (msgpack, zstandard) is imported by each command when it runs,
+# so --help and shell completion do not load it; these mirror its defaults (a test
+# checks that they do).
+SCHEMES = ("none", "zstd")
+DEFAULT_LEVEL = 3
 
 
 @click.group("kpack")
@@ -44,18 +50,22 @@ def _max_object_size(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--max-object-size",
         type=ByteSize(),
-        default=kpack.DEFAULT_MAX_OBJECT_SIZE,
-        show_default="1G",
+        default="1G",
+        show_default=True,
         help="Refuse any code object larger than this (its TOC entry's original_size), "
         "before reading it: a forged size must not cost memory. Accepts K, M, G suffixes.",
     )(command)
 
 
-def _open(archive: str, max_object_size: int = kpack.DEFAULT_MAX_OBJECT_SIZE) -> kpack.KpackReader:
+def _open(archive: str, max_object_size: int) -> kpack.KpackReader:
+    from gfxpack import kpack
+
     return kpack.KpackReader.open(archive, max_object_size)
 
 
 def _read_input(key: str, path: Path) -> tuple[str, bytes]:
+    from gfxpack import kpack
+
     try:
         return key, kpack.read_code_object(path)
     except OSError as e:
@@ -91,12 +101,12 @@ def _kernel_inputs(arguments: tuple[str, ...]) -> list[tuple[str, Path]]:
     "--compression",
     default="zstd",
     show_default=True,
-    type=click.Choice(sorted(kpack.SCHEMES)),
+    type=click.Choice(SCHEMES),
     help="zstd: one independent zstd frame per code object; none: stored raw.",
 )
 @click.option(
     "--level",
-    default=kpack.DEFAULT_LEVEL,
+    default=DEFAULT_LEVEL,
     show_default=True,
     type=click.IntRange(1, 22),
     help="zstd level.",
@@ -111,6 +121,9 @@ def kpack_create(
     FILE=TOCKEY (TheRock keys look like math-libs/BLAS/stage/lib/librocblas.so#0).
     The archive is written to a temporary name and renamed when complete.
     """
+    from gfxpack import kpack
+    from gfxpack.plan.naming import TARGET
+
     if not TARGET.match(arch):
         raise GfxpackError(f"--arch {arch!r}: expected a GPU architecture such as gfx942")
     inputs = _kernel_inputs(files)
@@ -224,6 +237,8 @@ def _check_folder(path: Path) -> None:
 
 def _write_atomically(path: Path, data: bytes) -> None:
     """Write to a temporary name beside ``path``, then rename: never a half-written file."""
+    from gfxpack._io import write_atomically
+
     try:
         write_atomically(path, data)
     except OSError as e:
@@ -260,6 +275,8 @@ def kpack_verify(archives: tuple[str, ...], max_object_size: int, as_json: bool)
 
 
 def _verify_one(archive: str, max_object_size: int) -> dict[str, Any]:
+    from gfxpack import kpack
+
     result: dict[str, Any] = {"archive": archive, "ok": False}
     try:
         with _open(archive, max_object_size) as reader:

@@ -7,7 +7,6 @@ import json
 import click
 
 from gfxpack.cli.common import reports_errors
-from gfxpack.merge import merge
 
 
 @click.command("merge")
@@ -29,6 +28,8 @@ def merge_command(shards: tuple[str, ...], out: str, as_json: bool) -> None:
     byte, and its index.json; files are hard-linked when OUT is on the same file
     system as a shard, copied otherwise.
     """
+    from gfxpack.merge import merge
+
     index = merge(shards, out)
     if as_json:
         click.echo(json.dumps(index, indent=2))

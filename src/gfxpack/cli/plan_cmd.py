@@ -6,10 +6,8 @@ import io
 import sys
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from gfxpack import graphviz, views
+from gfxpack import views
 from gfxpack._io import write_atomically
 from gfxpack.cli.common import (
     FORMAT_NAMES,
@@ -152,6 +150,8 @@ def _draw(
         source = views.dot(release_plan, members, fmt, focus)
     if output == "dot":
         return source.encode("utf-8")
+    from gfxpack import graphviz
+
     return graphviz.render(source, output)
 
 
@@ -207,6 +207,10 @@ def _roots(release_plan: ReleasePlan, package: str | None) -> list[str]:
 
 
 def _summary(release_plan: ReleasePlan, selected: list[PlannedPackage] | None) -> str:
+    # rich only here: a script asking for JSON or a tree pays nothing for it.
+    from rich.console import Console
+    from rich.table import Table
+
     counts = views.summary(release_plan, selected)
     buffer = io.StringIO()
     console = Console(width=100, file=buffer)

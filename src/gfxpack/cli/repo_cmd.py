@@ -10,21 +10,8 @@ from pathlib import Path
 
 import click
 
-from gfxpack import repo as repo_module
-from gfxpack.build import source_date_epoch as build_epoch
 from gfxpack.cli.common import reports_errors, strict_option
-from gfxpack.epoch import source_date_epoch
 from gfxpack.errors import GfxpackError
-from gfxpack.formats import FORMATS, format_named
-from gfxpack.repo.setup_package import (
-    SetupPackage,
-    check_base_url,
-    setup_lines,
-    write_index,
-    write_setup_packages,
-)
-from gfxpack.repo.trust import export_public_key, publish_key
-from gfxpack.sign import sign_unless_published
 
 
 def _warn(message: str) -> None:
@@ -119,6 +106,19 @@ def repo_command(
     A directory of .deb/.rpm files without index.json is published with a
     warning.
     """
+    from gfxpack import repo as repo_module
+    from gfxpack.epoch import source_date_epoch
+    from gfxpack.formats import FORMATS, format_named
+    from gfxpack.repo.setup_package import (
+        SetupPackage,
+        check_base_url,
+        setup_lines,
+        write_index,
+        write_setup_packages,
+    )
+    from gfxpack.repo.trust import export_public_key, publish_key
+    from gfxpack.sign import sign_unless_published
+
     epoch = source_date_epoch(os.environ, int(time.time()))
     out_path = Path(out)
     inputs = [Path(build) for build in builds]
@@ -134,6 +134,9 @@ def repo_command(
     setup_files = {}
     with tempfile.TemporaryDirectory(prefix="gfxpack-setup-") as scratch:
         if setup is not None and key is not None and sign_key is not None:
+            # Setup packages are stamped as gfxpack build stamps packages.
+            from gfxpack.build import source_date_epoch as build_epoch
+
             made = Path(scratch)
             setup_files = write_setup_packages(setup, key, FORMATS, made, build_epoch(os.environ))
             for fmt, path in setup_files.items():

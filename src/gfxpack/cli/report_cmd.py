@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from gfxpack import report as report_module
-from gfxpack._io import write_atomically
 from gfxpack.cli.common import FORMAT_NAMES, as_format, reports_errors
 from gfxpack.errors import GfxpackError
-from gfxpack.formats import PackageFormat
+
+if TYPE_CHECKING:
+    from gfxpack.formats import PackageFormat
 
 
 @click.command("report")
@@ -64,6 +65,9 @@ def report_command(
     """
     if html_path is None and not as_json:
         raise GfxpackError("say what to write: --html FILE, --json, or both")
+    from gfxpack import report as report_module
+    from gfxpack._io import write_atomically
+
     made = report_module.make(build, fmt, repo)
     if html_path is not None:
         page = report_module.html(made)

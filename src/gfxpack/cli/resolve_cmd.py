@@ -6,9 +6,7 @@ from pathlib import Path
 
 import click
 
-from gfxpack import views
 from gfxpack.cli.common import reports_errors
-from gfxpack.fatbin.resolve import resolve
 
 
 @click.command("resolve")
@@ -27,6 +25,9 @@ def kpack_resolve(binary: str, arch: str, out: str | None, as_json: bool) -> Non
     generic; ROCM_KPACK_PATH replaces the search list, ROCM_KPACK_PATH_PREFIX is
     searched first. A missing archive and a missing arch are different errors.
     """
+    from gfxpack import views
+    from gfxpack.fatbin.resolve import resolve
+
     found = resolve(binary, arch)
     if out:
         Path(out).mkdir(parents=True, exist_ok=True)

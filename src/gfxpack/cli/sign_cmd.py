@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from gfxpack.cli.common import reports_errors
-from gfxpack.sign import sign_packages
 
 
 @click.command("sign")
@@ -30,6 +29,8 @@ def sign_command(files: tuple[str, ...], sign_key: str) -> None:
     apt checks the signed repository index instead. When a file sits in a
     gfxpack build directory, its index.json is updated to the signed bytes.
     """
+    from gfxpack.sign import sign_packages
+
     signed = sign_packages([Path(f) for f in files], sign_key)
     for path in signed:
         click.echo(f"signed {path}")

@@ -7,12 +7,10 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
-from gfxpack import verify as verify_module
 from gfxpack.cli.common import (
     FORMAT_NAMES,
     as_format,
@@ -22,6 +20,9 @@ from gfxpack.cli.common import (
     strict_option,
 )
 from gfxpack.formats import PackageFormat
+
+if TYPE_CHECKING:
+    from gfxpack import verify as verify_module
 
 # How many violations the text report spells out per format (--json has all).
 SHOWN = 20
@@ -108,6 +109,8 @@ def verify_command(
     --keyring, their signatures too; with --deep, every package file. Any
     mismatch is an error.
     """
+    from gfxpack import verify as verify_module  # libsolv: only when verify runs
+
     install = split_list(names)
     with _progress(as_json) as progress:
         reports = verify_module.verify(
@@ -138,6 +141,10 @@ def _progress(quiet: bool) -> Iterator[Callable[[PackageFormat, int, int], None]
     if quiet or not sys.stderr.isatty():
         yield None
         return
+    # rich only for a terminal's bar: a pipeline's verify does not import it.
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -156,6 +163,8 @@ def _progress(quiet: bool) -> Iterator[Callable[[PackageFormat, int, int], None]
 
 
 def _print_report(report: verify_module.Report, quiet: bool) -> None:
+    from gfxpack.verify import RULES
+
     echo = click.echo
     echo(f"{report.fmt}: {report.repository}, {report.packages} packages; system: {report.system}")
     echo(f"  ok    indexes match their digests; {report.trust}")
@@ -172,7 +181,7 @@ def _print_report(report: verify_module.Report, quiet: bool) -> None:
         for step in () if quiet else resolution.steps:
             old = f" (from {step.old_version})" if step.old_version else ""
             echo(f"    {step.action:<9} {step.name:<{width}}  {step.version}{old}")
-    for rule, text in verify_module.RULES.items():
+    for rule, text in RULES.items():
         failed = sum(v.rule == rule for v in report.violations)
         mark = "FAIL" if failed else "ok"
         count = report.checked.get(rule, 0)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from gfxpack import why as why_module
 from gfxpack.cli.common import FORMAT_NAMES, as_format, reports_errors, split_list
-from gfxpack.formats import PackageFormat
+
+if TYPE_CHECKING:
+    from gfxpack.formats import PackageFormat
 
 
 @click.command("why")
@@ -66,6 +68,8 @@ def why_command(
     which packages of the repository would), or it is another GPU arch's
     package, which packages of the installed arch never require.
     """
+    from gfxpack import why as why_module
+
     answers = why_module.why(root, split_list(names), package, fmt, system, suite)
     if as_json:
         click.echo(json.dumps([a.as_dict() for a in answers], indent=2))
