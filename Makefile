@@ -92,6 +92,7 @@ fuzz: $(STAMP) system-tools
 bench: $(STAMP)
 	$(MAKE) system-tools DEB_TOOLS="$(DEB_TOOLS) dpkg-buildpackage:dpkg-dev dh:debhelper zstd:zstd"
 	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) bench/startup.py
 	$(PY) bench/plan_scale.py
 	$(PY) bench/kpack_speed.py
 	$(PY) bench/build_speed.py

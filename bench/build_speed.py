@@ -31,7 +31,6 @@ the whole release as a single tar | zstd stream, which pays no per-package cost.
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import os
 import resource
@@ -51,6 +50,10 @@ from gfxpack.formats.deb import control_text
 from gfxpack.release import ReleaseOptions, prepare
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from timing import compile_bytecode  # noqa: E402
+
 EXAMPLE_CONFIG = ROOT / "examples" / "package.json"
 GFXPACK = [sys.executable, "-m", "gfxpack"]
 
@@ -490,15 +493,6 @@ def startup(runs: int) -> float:
     """The best wall time of ``gfxpack --version``, the fixed cost of every call."""
     command = [tool("gfxpack") or "gfxpack", "--version"]
     return best(max(runs, 10), lambda: sh(command))[0]
-
-
-def compile_bytecode() -> None:
-    """Compile gfxpack's modules once, as pip does when it installs a package: a source
-    checkout run with PYTHONDONTWRITEBYTECODE (as on the CI machines) would otherwise
-    compile every module again on every call, which no installed gfxpack does."""
-    import gfxpack
-
-    compileall.compile_dir(Path(gfxpack.__file__).parent, quiet=1)
 
 
 def main() -> None:

@@ -57,6 +57,14 @@ def imported(*args: str, env: dict[str, str] | None = None, succeeds: bool = Tru
     """The top-level names of every module ``gfxpack ARGS`` imports, beyond what the
     interpreter imports at start-up (site and its .pth hooks). With ``succeeds`` false
     the command may end with an error of its own (one ``error:`` line), not a bug."""
+    modules = imported_modules(*args, env=env, succeeds=succeeds)
+    return {name.split(".")[0] for name in modules}
+
+
+def imported_modules(
+    *args: str, env: dict[str, str] | None = None, succeeds: bool = True
+) -> set[str]:
+    """Like :func:`imported`, the dotted name of every module."""
     return _imports("-m", "gfxpack", *args, env=env, succeeds=succeeds) - _imports("-c", "pass")
 
 
@@ -74,7 +82,7 @@ def _imports(*args: str, env: dict[str, str] | None = None, succeeds: bool = Tru
         assert result.returncode in (0, 1, 2), result.stderr[-2000:]
         assert "unexpected" not in result.stderr and "Traceback" not in result.stderr
     names = {
-        line.rsplit("|", 1)[1].strip().split(".")[0]
+        line.rsplit("|", 1)[1].strip()
         for line in result.stderr.splitlines()
         if line.startswith("import time:") and "|" in line
     }
@@ -186,18 +194,60 @@ def test_command_imports_only_what_it_uses(command: str, tmp_path: Path) -> None
     assert heavy <= USES[command], f"gfxpack {command} imports {sorted(heavy - USES[command])}"
 
 
+def declaring(modules: set[str]) -> set[str]:
+    """The gfxpack modules among ``modules`` that are more than the command line's own
+    (gfxpack.cli) and its error type: the formats, the planner, the pipeline..."""
+    own = {"gfxpack", "gfxpack.errors"}
+    return {m for m in modules if m.startswith("gfxpack") and m not in own} - {
+        m for m in modules if m.startswith("gfxpack.cli")
+    }
+
+
 @pytest.mark.parametrize("command", sorted(USES))
-def test_help_and_completion_of_a_command_import_click_only(command: str) -> None:
-    """Completing a command's options, or showing its help, loads its options only."""
+def test_help_and_completion_of_a_command_load_only_its_options(command: str) -> None:
+    """Completing a command's options, or showing its help, imports click and the
+    command line's own modules: no library, and none of gfxpack's formats, planner
+    or pipeline, which only running the command needs."""
     words = f"gfxpack {command} --"
     env = {
         "_GFXPACK_COMPLETE": "bash_complete",
         "COMP_WORDS": words,
         "COMP_CWORD": str(len(words.split(" ")) - 1),
     }
-    completion = imported(env=env)
-    assert third_party(completion) == set(), f"completing {words!r}"
-    assert third_party(imported(*command.split(), "--help")) == set(), f"{command} --help"
+    for what, modules in (
+        (f"completing {words!r}", imported_modules(env=env)),
+        (f"gfxpack {command} --help", imported_modules(*command.split(), "--help")),
+    ):
+        assert third_party({m.split(".")[0] for m in modules}) == set(), what
+        assert declaring(modules) == set(), what
+
+
+def test_declaring_a_command_can_be_told_from_running_it(tmp_path: Path) -> None:
+    """The check above sees the planner and the formats when a command does load them."""
+    run = imported_modules("plan", *run_args("plan", tmp_path), succeeds=False)
+    assert {"gfxpack.plan", "gfxpack.formats"} <= declaring(run)
+
+
+def test_the_options_offer_what_the_library_knows() -> None:
+    """The choices and defaults spelled in the command line (so that declaring a
+    command needs no library) are the library's own."""
+    from gfxpack import kpack
+    from gfxpack.cli import build_cmd, common, kpack_cmd
+    from gfxpack.formats import FORMATS
+    from gfxpack.formats.compress import Compression
+    from gfxpack.plan import Mode, PinPolicy, Variant
+
+    assert tuple(fmt.name for fmt in FORMATS) == common.FORMAT_NAMES
+    assert tuple(mode.value for mode in Mode) == common.MODES
+    assert tuple(policy.value for policy in PinPolicy) == common.PIN_POLICIES
+    assert tuple(variant.value for variant in Variant) == common.VARIANTS
+    assert str(Compression()) == build_cmd.DEFAULT_COMPRESSION
+    assert tuple(sorted(kpack.SCHEMES)) == kpack_cmd.SCHEMES
+    assert kpack_cmd.DEFAULT_LEVEL == kpack.DEFAULT_LEVEL
+    size = next(p for p in kpack_cmd.kpack_list.params if p.name == "max_object_size")
+    assert size.type_cast_value(click.Context(kpack_cmd.kpack_list), size.default) == (
+        kpack.DEFAULT_MAX_OBJECT_SIZE
+    )
 
 
 @pytest.mark.parametrize("group", [cli, descriptors_group], ids=["gfxpack", "gfxpack descriptors"])

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NoReturn, TextIO
 import click
 
 from gfxpack.cli.common import (
+    MODES,
     plan_options,
     print_notes,
     release_options,
@@ -23,14 +24,16 @@ from gfxpack.cli.common import (
     strict_option,
 )
 from gfxpack.errors import GfxpackError
-from gfxpack.formats import FORMATS
-from gfxpack.formats.compress import Compression
-from gfxpack.plan import Kind, Mode, ReleasePlan
 
 if TYPE_CHECKING:
     from gfxpack.build import BuiltFile
+    from gfxpack.plan import ReleasePlan
 
     OnBuilt = Callable[[BuiltFile, int, int], None]
+
+# gfxpack.formats.compress.Compression()'s, spelled here as the other choices are in
+# cli/common.py (a test checks that they agree).
+DEFAULT_COMPRESSION = "zstd:9"
 
 
 @click.command("build")
@@ -58,7 +61,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--compression",
-    default=str(Compression()),
+    default=DEFAULT_COMPRESSION,
     show_default=True,
     help="zstd[:1-22], xz[:0-9], gzip[:0-9] or none.",
 )
@@ -74,7 +77,7 @@ if TYPE_CHECKING:
     "--mode",
     default="auto",
     show_default=True,
-    type=click.Choice(["auto", *(m.value for m in Mode)]),
+    type=click.Choice(["auto", *MODES]),
     help="auto: kpack when a therock_manifest.json sets KPACK_SPLIT_ARTIFACTS, else single-arch.",
 )
 @click.option(
@@ -184,7 +187,10 @@ def build_command(
     # The pipeline (process pools, archive writers) only when a build runs: --help and
     # shell completion do not load it.
     from gfxpack import build as build_module
+    from gfxpack.formats import FORMATS
     from gfxpack.formats.changelog import parse_changelog
+    from gfxpack.formats.compress import Compression
+    from gfxpack.plan import Mode
     from gfxpack.release import ReleaseOptions, build_release
     from gfxpack.shard import by_targets, parse_shard
 
@@ -305,6 +311,8 @@ def _progress(quiet: bool) -> Iterator[OnBuilt | None]:
 def _print_build_summary(built: list[BuiltFile], out: str, seconds: float) -> None:
     """Plain aligned columns, not a drawn table: the summary mostly lands in CI logs,
     and pipelines calling build many times should not pay for a table library."""
+    from gfxpack.plan import Kind
+
     rows = [("kind", "files", "bytes", "job seconds")]
     for kind in Kind:
         items = [b for b in built if b.kind == kind.value]

@@ -9,34 +9,39 @@ import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import click
 
 from gfxpack.cli.debug import DEBUG, report_bug
 from gfxpack.errors import GfxpackError, StrictFailure
-from gfxpack.formats import FORMATS, PackageFormat, format_named
-from gfxpack.plan import (
-    MissingDependencies,
-    Mode,
-    PinPolicy,
-    PlanOptions,
-    ReleasePlan,
-    Severity,
-    Variant,
-)
+
+if TYPE_CHECKING:
+    from gfxpack.formats import PackageFormat
+    from gfxpack.plan import PlanOptions, ReleasePlan
 
 P = ParamSpec("P")
 R = TypeVar("R")
 SEPARATORS = re.compile(r"[\s,;]+")
-FORMAT_NAMES = [fmt.name for fmt in FORMATS]
+
+# What the options offer, spelled here so that declaring a command (for --help and
+# shell completion) imports click alone, not the formats and the planner; a test
+# checks each against the library's own list.
+FORMAT_NAMES = ("deb", "rpm")  # gfxpack.formats.FORMATS
+MODES = ("kpack", "single-arch")  # gfxpack.plan.Mode
+PIN_POLICIES = ("family", "exact", "minimum", "upstream")  # gfxpack.plan.PinPolicy
+VARIANTS = ("", "asan")  # gfxpack.plan.Variant
 
 
 def as_format(
     _ctx: click.Context, _param: click.Parameter, value: str | None
 ) -> PackageFormat | None:
     """A --format / --pkg-type choice (click.Choice(FORMAT_NAMES)) as its format."""
-    return None if value is None else format_named(value)
+    if value is None:
+        return None
+    from gfxpack.formats import format_named
+
+    return format_named(value)
 
 
 def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
@@ -106,14 +111,14 @@ def release_options(command: Callable[P, R]) -> Callable[P, R]:
             "--pin-policy",
             default="family",
             show_default=True,
-            type=click.Choice([p.value for p in PinPolicy]),
+            type=click.Choice(PIN_POLICIES),
             help="family: '=' within a family and from metas, '>=' elsewhere; exact; "
             "minimum; upstream: only metapackages pin.",
         ),
         click.option(
             "--build-variant",
             default="",
-            type=click.Choice([v.value for v in Variant]),
+            type=click.Choice(VARIANTS),
             help="asan: -asan names and the core-asan-X.Y prefix.",
         ),
         click.option(
@@ -138,6 +143,8 @@ def plan_options(
     install_prefix: str | None,
     allow_missing_deps: bool,
 ) -> PlanOptions:
+    from gfxpack.plan import MissingDependencies, Mode, PinPolicy, PlanOptions, Variant
+
     return PlanOptions(
         mode=Mode(mode),
         pin_policy=PinPolicy(pin_policy),
@@ -176,6 +183,8 @@ def print_notes(
 ) -> None:
     """Config warnings and plan notes on stderr (informational ones only if verbose);
     with ``strict`` any warning stops the command before anything is written."""
+    from gfxpack.plan import Severity
+
     plan_warnings = [n.message for n in release_plan.notes if n.severity is Severity.WARNING]
     report_warnings([*warnings, *plan_warnings], strict, quiet)
     if verbose and not quiet:

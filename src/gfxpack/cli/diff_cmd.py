@@ -5,13 +5,21 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from gfxpack.cli.common import FORMAT_NAMES, as_format, plan_options, split_list
+from gfxpack.cli.common import (
+    FORMAT_NAMES,
+    MODES,
+    PIN_POLICIES,
+    plan_options,
+    split_list,
+)
 from gfxpack.errors import GfxpackError
-from gfxpack.formats import DEB, PackageFormat
-from gfxpack.plan import Mode, PinPolicy, ReleasePlan
+
+if TYPE_CHECKING:
+    from gfxpack.plan import ReleasePlan
 
 # Exit statuses of diff(1): no differences, differences (with --exit-code), trouble.
 SAME, DIFFERENT, TROUBLE = 0, 1, 2
@@ -22,11 +30,10 @@ SAME, DIFFERENT, TROUBLE = 0, 1, 2
 @click.argument("new", type=click.Path(path_type=Path))
 @click.option(
     "--format",
-    "fmt",
-    default=DEB.name,
+    "fmt_name",
+    default="deb",
     show_default=True,
     type=click.Choice(FORMAT_NAMES),
-    callback=as_format,
     help="Which format's packages to compare (names, dependencies, files and sizes differ).",
 )
 @click.option("--suite", help="apt suite of a repository that has more than one.")
@@ -48,20 +55,20 @@ SAME, DIFFERENT, TROUBLE = 0, 1, 2
     "--pin-policy",
     default="family",
     show_default=True,
-    type=click.Choice([p.value for p in PinPolicy]),
+    type=click.Choice(PIN_POLICIES),
     help="For a package.json.",
 )
 @click.option(
     "--mode",
     default="kpack",
     show_default=True,
-    type=click.Choice([m.value for m in Mode]),
+    type=click.Choice(MODES),
     help="For a package.json.",
 )
 def diff_command(
     old: Path,
     new: Path,
-    fmt: PackageFormat,
+    fmt_name: str,
     suite: str | None,
     as_json: bool,
     exit_code: bool,
@@ -89,7 +96,10 @@ def diff_command(
     from gfxpack import diff as diff_module
     from gfxpack import inventory
     from gfxpack.config import load_config
+    from gfxpack.formats import format_named
     from gfxpack.plan import plan
+
+    fmt = format_named(fmt_name)  # here, not in a callback: completion needs no formats
 
     chosen_targets = split_list(targets)
 

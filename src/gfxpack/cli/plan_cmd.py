@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import io
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
-from gfxpack import views
-from gfxpack._io import write_atomically
 from gfxpack.cli.common import (
     FORMAT_NAMES,
-    as_format,
+    MODES,
     plan_options,
     print_notes,
     release_options,
@@ -19,10 +18,11 @@ from gfxpack.cli.common import (
     split_list,
     strict_option,
 )
-from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
-from gfxpack.formats import DEB, FORMATS, PackageFormat
-from gfxpack.plan import Kind, Mode, PlannedPackage, ReleasePlan, plan
+
+if TYPE_CHECKING:
+    from gfxpack.formats import PackageFormat
+    from gfxpack.plan import PlannedPackage, ReleasePlan
 
 # The picture formats: Graphviz source, or drawn by dot.
 GRAPHS = ("dot", "svg", "png")
@@ -76,17 +76,16 @@ def _targets(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ..
 )
 @click.option(
     "--pkg-type",
-    default=DEB.name,
+    default="deb",
     show_default=True,
     type=click.Choice(FORMAT_NAMES),
-    callback=as_format,
     help="Which format's names and dependencies tree, table and dot show.",
 )
 @click.option(
     "--mode",
     default="kpack",
     show_default=True,
-    type=click.Choice([m.value for m in Mode]),
+    type=click.Choice(MODES),
     help="kpack: host/device split per arch; single-arch: legacy, first target only.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Also print informational notes.")
@@ -106,7 +105,7 @@ def plan_command(
     whole: bool,
     output_path: str | None,
     package: str | None,
-    pkg_type: PackageFormat,
+    pkg_type: str,
     mode: str,
     verbose: bool,
     quiet: bool,
@@ -119,6 +118,12 @@ def plan_command(
       gfxpack plan --config examples/package.json --target gfx1100,gfx942 \\
                    --rocm-version 8.2.0 --format tree --package amdrocm-blas
     """
+    from gfxpack.config import load_config
+    from gfxpack.formats import format_named
+    from gfxpack.plan import plan
+
+    fmt = format_named(pkg_type)  # here, not in a callback: completion needs no formats
+
     config = load_config(config_path)
     options = plan_options(mode, pin_policy, build_variant, install_prefix, allow_missing_deps)
     release_plan = plan(config.packages, targets, rocm_version, release, options)
@@ -126,15 +131,17 @@ def plan_command(
     if whole and output not in GRAPHS:
         raise GfxpackError(f"--all is for the pictures (--format dot, svg or png), not {output}")
     if output in GRAPHS:
-        _write(_draw(release_plan, output, package, whole, pkg_type), output_path)
+        _write(_draw(release_plan, output, package, whole, fmt), output_path)
     else:
-        _write(_render(release_plan, output, package, pkg_type).encode("utf-8"), output_path)
+        _write(_render(release_plan, output, package, fmt).encode("utf-8"), output_path)
 
 
 def _draw(
     release_plan: ReleasePlan, output: str, package: str | None, whole: bool, fmt: PackageFormat
 ) -> bytes:
     """One family's picture (the base of --package), or the release's with --all."""
+    from gfxpack import views
+
     if whole == (package is not None):
         raise GfxpackError(
             f"--format {output} draws one package's family: give --package NAME "
@@ -163,6 +170,8 @@ def _write(data: bytes, path: str | None) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
+    from gfxpack._io import write_atomically
+
     try:
         write_atomically(path, data)
     except OSError as e:
@@ -177,6 +186,8 @@ def _not_planned(package: str) -> str:
 
 
 def _render(release_plan: ReleasePlan, output: str, package: str | None, fmt: PackageFormat) -> str:
+    from gfxpack import views
+
     roots = _roots(release_plan, package)
     if output == "tree":
         return "\n".join(views.tree(release_plan, root, fmt) for root in roots)
@@ -194,6 +205,8 @@ def _render(release_plan: ReleasePlan, output: str, package: str | None, fmt: Pa
 
 def _roots(release_plan: ReleasePlan, package: str | None) -> list[str]:
     """Tree roots: each base's non-versioned package, or the one asked for."""
+    from gfxpack.plan import Kind
+
     if package is None:
         return [p.key for p in release_plan.packages if p.kind is Kind.NON_VERSIONED]
     found = release_plan.get(package)
@@ -210,6 +223,9 @@ def _summary(release_plan: ReleasePlan, selected: list[PlannedPackage] | None) -
     # rich only here: a script asking for JSON or a tree pays nothing for it.
     from rich.console import Console
     from rich.table import Table
+
+    from gfxpack import views
+    from gfxpack.formats import FORMATS
 
     counts = views.summary(release_plan, selected)
     buffer = io.StringIO()

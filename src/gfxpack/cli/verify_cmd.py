@@ -19,10 +19,10 @@ from gfxpack.cli.common import (
     split_list,
     strict_option,
 )
-from gfxpack.formats import PackageFormat
 
 if TYPE_CHECKING:
     from gfxpack import verify as verify_module
+    from gfxpack.formats import PackageFormat
 
 # How many violations the text report spells out per format (--json has all).
 SHOWN = 20
