@@ -34,10 +34,12 @@ VARIANTS = ("", "asan")  # gfxpack.plan.Variant
 
 
 def as_format(
-    _ctx: click.Context, _param: click.Parameter, value: str | None
+    ctx: click.Context, _param: click.Parameter, value: str | None
 ) -> PackageFormat | None:
-    """A --format / --pkg-type choice (click.Choice(FORMAT_NAMES)) as its format."""
-    if value is None:
+    """A --format / --pkg-type choice (click.Choice(FORMAT_NAMES)) as its format. Shell
+    completion parses the options too (resilient parsing, and the command never runs):
+    then nothing is converted, so a Tab imports no formats."""
+    if value is None or ctx.resilient_parsing:
         return None
     from gfxpack.formats import format_named
 

@@ -13,12 +13,14 @@ from gfxpack.cli.common import (
     FORMAT_NAMES,
     MODES,
     PIN_POLICIES,
+    as_format,
     plan_options,
     split_list,
 )
 from gfxpack.errors import GfxpackError
 
 if TYPE_CHECKING:
+    from gfxpack.formats import PackageFormat
     from gfxpack.plan import ReleasePlan
 
 # Exit statuses of diff(1): no differences, differences (with --exit-code), trouble.
@@ -30,10 +32,11 @@ SAME, DIFFERENT, TROUBLE = 0, 1, 2
 @click.argument("new", type=click.Path(path_type=Path))
 @click.option(
     "--format",
-    "fmt_name",
+    "fmt",
     default="deb",
     show_default=True,
     type=click.Choice(FORMAT_NAMES),
+    callback=as_format,
     help="Which format's packages to compare (names, dependencies, files and sizes differ).",
 )
 @click.option("--suite", help="apt suite of a repository that has more than one.")
@@ -68,7 +71,7 @@ SAME, DIFFERENT, TROUBLE = 0, 1, 2
 def diff_command(
     old: Path,
     new: Path,
-    fmt_name: str,
+    fmt: PackageFormat,
     suite: str | None,
     as_json: bool,
     exit_code: bool,
@@ -96,10 +99,7 @@ def diff_command(
     from gfxpack import diff as diff_module
     from gfxpack import inventory
     from gfxpack.config import load_config
-    from gfxpack.formats import format_named
     from gfxpack.plan import plan
-
-    fmt = format_named(fmt_name)  # here, not in a callback: completion needs no formats
 
     chosen_targets = split_list(targets)
 

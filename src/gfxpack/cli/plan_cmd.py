@@ -11,6 +11,7 @@ import click
 from gfxpack.cli.common import (
     FORMAT_NAMES,
     MODES,
+    as_format,
     plan_options,
     print_notes,
     release_options,
@@ -79,6 +80,7 @@ def _targets(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ..
     default="deb",
     show_default=True,
     type=click.Choice(FORMAT_NAMES),
+    callback=as_format,
     help="Which format's names and dependencies tree, table and dot show.",
 )
 @click.option(
@@ -105,7 +107,7 @@ def plan_command(
     whole: bool,
     output_path: str | None,
     package: str | None,
-    pkg_type: str,
+    pkg_type: PackageFormat,
     mode: str,
     verbose: bool,
     quiet: bool,
@@ -119,10 +121,7 @@ def plan_command(
                    --rocm-version 8.2.0 --format tree --package amdrocm-blas
     """
     from gfxpack.config import load_config
-    from gfxpack.formats import format_named
     from gfxpack.plan import plan
-
-    fmt = format_named(pkg_type)  # here, not in a callback: completion needs no formats
 
     config = load_config(config_path)
     options = plan_options(mode, pin_policy, build_variant, install_prefix, allow_missing_deps)
@@ -131,9 +130,9 @@ def plan_command(
     if whole and output not in GRAPHS:
         raise GfxpackError(f"--all is for the pictures (--format dot, svg or png), not {output}")
     if output in GRAPHS:
-        _write(_draw(release_plan, output, package, whole, fmt), output_path)
+        _write(_draw(release_plan, output, package, whole, pkg_type), output_path)
     else:
-        _write(_render(release_plan, output, package, fmt).encode("utf-8"), output_path)
+        _write(_render(release_plan, output, package, pkg_type).encode("utf-8"), output_path)
 
 
 def _draw(
