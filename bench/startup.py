@@ -18,35 +18,20 @@ import sys
 import time
 from pathlib import Path
 
-import click
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-from gfxpack.cli import COMMANDS
+from tests.test_cli_startup import completing, every_command  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from timing import compile_bytecode
+from timing import compile_bytecode  # noqa: E402
 
 GFXPACK = str(Path(sys.executable).parent / "gfxpack")
 
 
-def completing(words: str) -> tuple[list[str], dict[str, str]]:
-    """What bash runs on Tab after ``words``: gfxpack with click's completion variables."""
-    return [GFXPACK], {
-        "_GFXPACK_COMPLETE": "bash_complete",
-        "COMP_WORDS": words,
-        "COMP_CWORD": str(len(words.split(" ")) - 1),
-    }
-
-
-def command_words() -> list[str]:
-    """Every command and subcommand, as the words that name it."""
-    found = []
-    for name, entry in COMMANDS.items():
-        command = entry.load()
-        found.append(name)
-        if isinstance(command, click.Group):
-            found += [f"{name} {sub}" for sub in command.list_commands(click.Context(command))]
-    return sorted(found)
+def tab(words: str) -> tuple[list[str], dict[str, str]]:
+    """What bash runs on Tab after ``words``."""
+    return [GFXPACK], completing(words)
 
 
 def contenders() -> dict[str, tuple[list[str], dict[str, str]]]:
@@ -55,10 +40,10 @@ def contenders() -> dict[str, tuple[list[str], dict[str, str]]]:
         'floor: python -c "import click"': ([sys.executable, "-c", "import click"], {}),
         "gfxpack --version": ([GFXPACK, "--version"], {}),
         "gfxpack --help": ([GFXPACK, "--help"], {}),
-        "gfxpack <Tab>": completing("gfxpack "),
+        "gfxpack <Tab>": tab("gfxpack "),
     }
-    for words in command_words():
-        runs[f"gfxpack {words} --<Tab>"] = completing(f"gfxpack {words} --")
+    for words in sorted(every_command()):
+        runs[f"gfxpack {words} --<Tab>"] = tab(f"gfxpack {words} --")
         runs[f"gfxpack {words} --help"] = ([GFXPACK, *words.split(), "--help"], {})
     return runs
 

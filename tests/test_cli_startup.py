@@ -127,14 +127,18 @@ def test_top_level_imports_click_only(args: list[str]) -> None:
     assert third_party(names) == set()
 
 
-@pytest.mark.parametrize("words", ["gfxpack ", "gfxpack d", "gfxpack --"])
-def test_completion_imports_click_only(words: str) -> None:
-    env = {
+def completing(words: str) -> dict[str, str]:
+    """The environment in which bash's completion runs gfxpack on Tab after ``words``."""
+    return {
         "_GFXPACK_COMPLETE": "bash_complete",
         "COMP_WORDS": words,
         "COMP_CWORD": str(len(words.split(" ")) - 1),
     }
-    names = imported(env=env)
+
+
+@pytest.mark.parametrize("words", ["gfxpack ", "gfxpack d", "gfxpack --"])
+def test_completion_imports_click_only(words: str) -> None:
+    names = imported(env=completing(words))
     assert {"click", "gfxpack"} <= names
     assert third_party(names) == set()
 
@@ -144,12 +148,7 @@ def test_completion_lists_commands_without_importing_them() -> None:
         [sys.executable, "-m", "gfxpack"],
         capture_output=True,
         text=True,
-        env={
-            **os.environ,
-            "_GFXPACK_COMPLETE": "bash_complete",
-            "COMP_WORDS": "gfxpack ",
-            "COMP_CWORD": "1",
-        },
+        env={**os.environ, **completing("gfxpack ")},
         check=True,
     )
     assert {"plain,build", "plain,descriptors", "plain,verify"} <= set(result.stdout.split())
@@ -197,9 +196,10 @@ def test_command_imports_only_what_it_uses(command: str, tmp_path: Path) -> None
 def declaring(modules: set[str]) -> set[str]:
     """The gfxpack modules among ``modules`` that are more than the command line's own
     (gfxpack.cli) and its error type: the formats, the planner, the pipeline..."""
-    own = {"gfxpack", "gfxpack.errors"}
-    return {m for m in modules if m.startswith("gfxpack") and m not in own} - {
-        m for m in modules if m.startswith("gfxpack.cli")
+    return {
+        m
+        for m in modules
+        if m.startswith("gfxpack.") and m != "gfxpack.errors" and not m.startswith("gfxpack.cli")
     }
 
 
@@ -209,13 +209,8 @@ def test_help_and_completion_of_a_command_load_only_its_options(command: str) ->
     command line's own modules: no library, and none of gfxpack's formats, planner
     or pipeline, which only running the command needs."""
     words = f"gfxpack {command} --"
-    env = {
-        "_GFXPACK_COMPLETE": "bash_complete",
-        "COMP_WORDS": words,
-        "COMP_CWORD": str(len(words.split(" ")) - 1),
-    }
     for what, modules in (
-        (f"completing {words!r}", imported_modules(env=env)),
+        (f"completing {words!r}", imported_modules(env=completing(words))),
         (f"gfxpack {command} --help", imported_modules(*command.split(), "--help")),
     ):
         assert third_party({m.split(".")[0] for m in modules}) == set(), what
