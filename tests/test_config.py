@@ -152,16 +152,18 @@ BAD = {
     ),
     "empty-package": (
         '[{"Package": ""}]',
-        'pkg.json: /0/Package: expected a package name, got a string ("")',
+        "pkg.json: /0/Package: expected a package name (lowercase letters, digits, '+', "
+        "'-' and '.', at least two characters), got ''",
     ),
     "package-not-string": (
         '[{"Package": 7}]',
-        "pkg.json: /0/Package: expected a package name, got a number (7)",
+        "pkg.json: /0/Package: expected a package name (lowercase letters, digits, '+', "
+        "'-' and '.', at least two characters), got a number (7)",
     ),
     "bad-package-name": (
         '[{"Package": "AMD_rocm"}]',
-        "pkg.json: /0/Package: 'AMD_rocm' is not a valid package name (lowercase letters, "
-        "digits, '+', '-' and '.', at least two characters)",
+        "pkg.json: /0/Package: expected a package name (lowercase letters, digits, '+', "
+        "'-' and '.', at least two characters), got 'AMD_rocm'",
     ),
     "depends-not-list": (
         '[{"Package": "amdrocm-x", "DEBDepends": "libc6"}]',
@@ -213,7 +215,7 @@ BAD = {
     "artifact-underscore": (
         '[{"Package": "amdrocm-x", "Artifactory": [{"Artifact": "core_hip"}]}]',
         "pkg.json: /0/Artifactory/0/Artifact: expected an artifact name (a letter, then "
-        "letters, digits or '-'; no '_'), got a string (\"core_hip\")",
+        "letters, digits or '-'; no '_'), got 'core_hip'",
     ),
     "bad-component": (
         '[{"Package": "amdrocm-x", "Artifactory": [{"Artifact": "x", "Artifact_Subdir": '
@@ -249,7 +251,8 @@ def test_every_problem_is_reported_at_once():
     assert message.splitlines() == [
         'pkg.json: /0/Gfxarch: expected a boolean ("True" or "False"), got a string ("maybe")',
         "pkg.json: /1: expected a package object, got a number (3)",
-        'pkg.json: /2/Package: expected a package name, got a string ("")',
+        "pkg.json: /2/Package: expected a package name (lowercase letters, digits, '+', "
+        "'-' and '.', at least two characters), got ''",
     ]
 
 

@@ -5,7 +5,10 @@ packaging.md section 2). Upstream's quirks are kept where packagers rely on
 them: booleans are strings ("True"/"False" and the synonyms upstream accepts),
 and flag keys match case-insensitively (upstream reads ``Disablepackaging``).
 gfxpack also accepts JSON ``true``/``false`` and reports every bad value with a
-JSON pointer instead of crashing on it.
+JSON pointer instead of crashing on it. Every text (names, relations, descriptions,
+architectures) is checked here, once, against the kind of text it is
+(:mod:`gfxpack.text_fields`): nothing later meets a NUL or a line break it must not
+carry.
 
 Every problem in a file is gathered and reported at once; unknown keys are
 warnings, returned with the config for the caller to print.
@@ -16,15 +19,27 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gfxpack import text_fields
 from gfxpack.errors import GfxpackError
 from gfxpack.formats.package_format import FORMATS, PackageFormat
+from gfxpack.regular_files import open_regular
 from gfxpack.relations import InvalidRelation, Relation
+from gfxpack.text_fields import (
+    ARTIFACT_NAME,
+    DEB_ARCHITECTURE,
+    LINE,
+    MAINTAINER,
+    PACKAGE_NAME,
+    RPM_ARCHITECTURE,
+    SUBDIR_NAME,
+    TEXT,
+    TextKind,
+)
 
 COMPONENTS = ("lib", "run", "dev", "doc", "test", "dbg")
 
@@ -35,10 +50,8 @@ FALSE_WORDS = frozenset(
     {"", "0", "false", "f", "no", "n", "off", "disable", "disabled", "notfound", "none", "ignore"}
 )
 
-# Debian policy: lowercase letters, digits, '+', '-', '.'; at least two characters.
-PACKAGE_NAME = re.compile(r"^[a-z0-9][a-z0-9+.\-]+$")
-ARTIFACT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
-MAINTAINER = re.compile(r"^[^<>]*[^<>\s][^<>]*<[^<>\s]+>$")
+# TheRock's own file is about 115 KB; a file this size is no package list.
+MAX_SIZE = 16 << 20
 
 
 class InvalidConfig(GfxpackError, ValueError):
@@ -47,7 +60,8 @@ class InvalidConfig(GfxpackError, ValueError):
     def __init__(self, path: str, problems: list[tuple[str, str]]):
         self.path = path
         self.problems = problems
-        super().__init__("\n".join(f"{path}: {where}: {what}" for where, what in problems))
+        shown = text_fields.escaped(path)  # a file name may hold a newline too
+        super().__init__("\n".join(f"{shown}: {where}: {what}" for where, what in problems))
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,21 +155,31 @@ class Config:
 
 # --- the schema -------------------------------------------------------------
 
-_STRING_FIELDS = {
-    "Version": None,  # always "" upstream; the version is a CLI argument
-    "Architecture": "architecture",
-    "BuildArch": "build_arch",
-    "Maintainer": "maintainer",
-    "Description_Short": "description_short",
-    "Description_Long": "description_long",
-    "Section": "section",
-    "Priority": "priority",
-    "Group": "group",
-    "License": "license",
-    "Vendor": "vendor",
-    "Homepage": "homepage",
-    "Comments": "comments",
+# Every text of an entry, checked once here against the kind of text it is (what the
+# writers can carry; gfxpack.text_fields), so nothing later sees a NUL, a line break
+# in a one-line field or a '/' in an architecture. A key: the PackageSpec attribute it
+# fills (None: checked, not kept) and its kind.
+_STRING_FIELDS: dict[str, tuple[str | None, TextKind]] = {
+    "Version": (None, LINE),  # always "" upstream; the version is a CLI argument
+    "Architecture": ("architecture", DEB_ARCHITECTURE),
+    "BuildArch": ("build_arch", RPM_ARCHITECTURE),
+    "Maintainer": ("maintainer", MAINTAINER),
+    "Description_Short": ("description_short", LINE),
+    "Description_Long": ("description_long", TEXT),
+    "Section": ("section", LINE),
+    "Priority": ("priority", LINE),
+    "Group": ("group", LINE),
+    "License": ("license", LINE),
+    "Vendor": ("vendor", LINE),
+    "Homepage": ("homepage", LINE),
+    "Comments": ("comments", TEXT),
 }
+# The texts inside an entry: its name, each string of a list (relations, components)
+# and the names in Artifactory.
+_PACKAGE_TEXT = PACKAGE_NAME
+_LIST_ITEM_TEXT = LINE
+_ARTIFACT_TEXT = ARTIFACT_NAME
+_SUBDIR_TEXT = SUBDIR_NAME
 # key -> ((format, relation list), ...); Provides and Conflicts serve both formats and
 # are parsed once, in the syntax of the first format reading them.
 _RELATION_KEYS: dict[str, list[tuple[PackageFormat, str]]] = {}
@@ -215,11 +239,23 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     """Read and validate a package.json file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        # A FIFO or device is refused, not opened: reading one could block or never end.
+        with os.fdopen(open_regular(path), "rb") as file:
+            data = file.read(MAX_SIZE + 1)
     except FileNotFoundError:
         raise InvalidConfig(str(path), [("/", "file not found")]) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InvalidConfig(str(path), [("/", f"cannot read file: {e}")]) from None
+    except OSError as e:
+        raise InvalidConfig(str(path), [("/", f"cannot read file: {e.strerror}")]) from None
+    if len(data) > MAX_SIZE:
+        raise InvalidConfig(
+            str(path), [("/", f"a package list of at most {MAX_SIZE >> 20} MiB is expected")]
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidConfig(
+            str(path), [("/", f"cannot read file: not UTF-8 text (byte {e.start})")]
+        ) from None
     return parse_config(text, str(path))
 
 
@@ -254,7 +290,9 @@ class _KeyRecordingDict(dict[str, Any]):
 
 
 def _pointer(*parts: object) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts) or "/"
+    """A JSON pointer, shown on one line: a key may hold a newline or a NUL."""
+    pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+    return text_fields.escaped(pointer) or "/"
 
 
 def _describe(value: Any) -> str:
@@ -311,21 +349,17 @@ class _Validator:
             self.fail(where, f"expected a package object, got {_describe(entry)}")
             return None
         before = len(self.problems)
-        name = entry.get("Package")
         if "Package" not in entry:
             self.fail(where, "missing required key 'Package'")
             return None
-        if not isinstance(name, str) or not name.strip():
-            self.fail(_pointer(index, "Package"), f"expected a package name, got {_describe(name)}")
+        name = entry["Package"]
+        valid_name = self.text(_pointer(index, "Package"), name, _PACKAGE_TEXT)
+        if not isinstance(name, str):
             return None
-        if not PACKAGE_NAME.match(name):
-            self.fail(
-                _pointer(index, "Package"),
-                f"{name!r} is not a valid package name "
-                "(lowercase letters, digits, '+', '-' and '.', at least two characters)",
-            )
+        # A name that is not one is quoted wherever a message names the package.
+        label = valid_name or text_fields.shown(name)
         for key in getattr(entry, "repeated", ()):
-            self.fail(_pointer(index, key), f"key {key!r} appears more than once in {name}")
+            self.fail(_pointer(index, key), f"key {key!r} appears more than once in {label}")
 
         values: dict[str, Any] = {"name": name, "index": index}
         relations: dict[PackageFormat, dict[str, tuple[Relation, ...]]] = {
@@ -350,45 +384,41 @@ class _Validator:
                 if flag is not None and attribute not in _ALWAYS_HOLDING_FLAGS:
                     values[attribute] = flag
             elif key in _STRING_FIELDS:
-                if not isinstance(value, str):
-                    self.fail(here, f"expected a string, got {_describe(value)}")
-                elif (field_name := _STRING_FIELDS[key]) is not None:
-                    values[field_name] = value
+                field_name, kind = _STRING_FIELDS[key]
+                text = self.text(here, value, kind)
+                if text is not None and field_name is not None:
+                    values[field_name] = text
             elif key in _RELATION_KEYS:
                 parsed = self.relation_list(here, value, _RELATION_KEYS[key][0][0].parse)
                 for target_fmt, list_name in _RELATION_KEYS[key]:
                     relations[target_fmt][list_name] = parsed
             elif key == "Artifactory":
-                values["artifactory"] = self.artifactory(here, value, name)
+                values["artifactory"] = self.artifactory(here, value, label)
             elif key in _LEGACY_KEYS:
                 legacy.append(here)
             elif key in _DOCUMENTED_BUT_IGNORED:
-                self.warn(here, name, f"key {key!r} is ignored ({_DOCUMENTED_BUT_IGNORED[key]})")
+                self.warn(here, label, f"key {key!r} is ignored ({_DOCUMENTED_BUT_IGNORED[key]})")
             elif key.lower() in _KNOWN_BY_LOWER:
                 self.warn(
                     here,
-                    name,
+                    label,
                     f"unknown key {key!r} ignored (did you mean "
                     f"{_KNOWN_BY_LOWER[key.lower()]!r}? non-flag keys are case-sensitive)",
                 )
             else:
-                self.warn(here, name, f"unknown key {key!r} ignored{_suggestion(key)}")
+                self.warn(here, label, f"unknown key {key!r} ignored{_suggestion(key)}")
         if not values.get("disabled"):
             # A disabled entry's content is never read: its legacy shape is harmless there.
             for here in legacy:
                 key = here.rsplit("/", 1)[1]
-                self.warn(here, name, f"legacy key {key!r} is ignored; list content in Artifactory")
+                self.warn(
+                    here, label, f"legacy key {key!r} is ignored; list content in Artifactory"
+                )
 
-        maintainer = values.get("maintainer", "")
-        if maintainer and not MAINTAINER.match(maintainer):
-            self.fail(
-                _pointer(index, "Maintainer"),
-                f"expected 'Name <email>', got {maintainer!r}",
-            )
         if values.get("metapackage") and values.get("artifactory"):
             self.fail(
                 _pointer(index, "Artifactory"),
-                f"{name} is a metapackage, which has no payload: remove Artifactory "
+                f"{label} is a metapackage, which has no payload: remove Artifactory "
                 'or set Metapackage to "False"',
             )
         if len(self.problems) > before:
@@ -396,6 +426,18 @@ class _Validator:
         for fmt, lists in relations.items():
             values[fmt.name] = Relations(**lists)
         return PackageSpec(**values)
+
+    def text(self, where: str, value: Any, kind: TextKind) -> str | None:
+        """``value`` when it is a string of ``kind``; else None, and the problem noted."""
+        if not isinstance(value, str):
+            expected = "a string" if kind.grammar is None else kind.allowed
+            self.fail(where, f"expected {expected}, got {_describe(value)}")
+            return None
+        problem = kind.problem(value)
+        if problem is not None:
+            self.fail(where, problem)
+            return None
+        return value
 
     def boolean(
         self, where: str, value: Any, words: tuple[frozenset[str], frozenset[str]] | None = None
@@ -418,10 +460,8 @@ class _Validator:
             return None
         items = []
         for i, item in enumerate(value):
-            if isinstance(item, str):
-                items.append((f"{where}/{i}", item))
-            else:
-                self.fail(f"{where}/{i}", f"expected a string, got {_describe(item)}")
+            if (text := self.text(f"{where}/{i}", item, _LIST_ITEM_TEXT)) is not None:
+                items.append((f"{where}/{i}", text))
         return items
 
     def relation_list(
@@ -447,14 +487,14 @@ class _Validator:
                 continue
             for key in item:
                 if key not in ("Artifact", "Artifact_Gfxarch", "Artifact_Subdir"):
-                    self.warn(f"{here}/{key}", package, f"unknown artifact key {key!r} ignored")
-            artifact = item.get("Artifact")
-            if not isinstance(artifact, str) or not ARTIFACT_NAME.match(artifact):
-                self.fail(
-                    f"{here}/Artifact",
-                    "expected an artifact name (a letter, then letters, digits or '-'; "
-                    f"no '_'), got {_describe(artifact) if 'Artifact' in item else 'nothing'}",
-                )
+                    self.warn(
+                        here + _pointer(key), package, f"unknown artifact key {key!r} ignored"
+                    )
+            if "Artifact" not in item:
+                self.fail(f"{here}/Artifact", f"expected {_ARTIFACT_TEXT.allowed}, got nothing")
+                continue
+            artifact = self.text(f"{here}/Artifact", item["Artifact"], _ARTIFACT_TEXT)
+            if artifact is None:
                 continue
             gfxarch: bool | None = True
             if "Artifact_Gfxarch" in item:
@@ -479,9 +519,8 @@ class _Validator:
             if not isinstance(item, dict):
                 self.fail(here, f"expected a subdir object, got {_describe(item)}")
                 continue
-            name = item.get("Name")
-            if not isinstance(name, str) or not name.strip("/ "):
-                self.fail(f"{here}/Name", f"expected a subdir name, got {_describe(name)}")
+            name = self.text(f"{here}/Name", item.get("Name"), _SUBDIR_TEXT)
+            if name is None:
                 continue
             components = []
             for comp_where, comp in (

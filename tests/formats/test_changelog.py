@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import calendar
+import os
 import subprocess
 from pathlib import Path
 
@@ -10,7 +12,7 @@ from click.testing import CliRunner
 
 from gfxpack.cli import cli
 from gfxpack.formats import PackageInfo, rpm
-from gfxpack.formats.changelog import ChangelogError, parse_changelog
+from gfxpack.formats.changelog import FIRST_YEAR, LAST_YEAR, ChangelogError, parse_changelog
 from tests.conftest import EXAMPLE_CONFIG
 
 CHANGELOG = """%changelog
@@ -99,4 +101,53 @@ def test_build_changelog_option(example_artifacts, tmp_path):
     assert refused.exit_code == 1
     assert refused.stderr.strip() == f"error: {source}:1: expected an entry line " + (
         "'* Www Mmm DD YYYY Name <email> - version-release'"
+    )
+
+
+def test_the_first_and_last_years_are_what_rpm_shows(tmp_path):
+    # rpmbuild takes no changelog year before 1990; an RPM header's unsigned 32-bit time
+    # ends in February 2106, so 2105 is the last whole year.
+    assert (FIRST_YEAR, LAST_YEAR) == (1990, 2105)
+    source = tmp_path / "changelog"
+    source.write_text(
+        "* Thu Dec 31 2105 A <a@example.com> - 2-1\n- last\n\n"
+        "* Mon Jan 01 1990 A <a@example.com> - 1-1\n- first\n"
+    )
+    entries = parse_changelog(source)
+    noon = 12 * 3600
+    assert [when for when, _, _ in entries] == [
+        calendar.timegm((2105, 12, 31, 0, 0, 0)) + noon,
+        calendar.timegm((1990, 1, 1, 0, 0, 0)) + noon,
+    ]
+    assert entries[0][0] < 2**32
+    shown = rpm_changelog(write(tmp_path, summary="t", changelog=entries))
+    assert shown.startswith("* Thu Dec 31 2105 A <a@example.com> - 2-1\n- last\n")
+    assert "* Mon Jan 01 1990 A <a@example.com> - 1-1\n- first" in shown
+
+
+@pytest.mark.parametrize("year", [1900, 1989, 2106, 9999])
+def test_a_year_outside_them_is_one_line_naming_the_file(tmp_path, year):
+    source = tmp_path / "changelog"
+    source.write_text(f"%changelog\n* Mon Jan 01 {year} A <a@example.com> - 1-1\n- x\n")
+    with pytest.raises(ChangelogError) as error:
+        parse_changelog(source)
+    assert str(error.value) == (
+        f"{source}:2: the year {year} is not allowed; expected a year from 1990 to 2105 "
+        "(what rpmbuild accepts and an RPM header holds)"
+    )
+
+
+def test_a_changelog_that_is_a_fifo_is_refused(tmp_path):
+    source = tmp_path / "changelog"
+    os.mkfifo(source)  # opening it would wait for a writer forever
+    with pytest.raises(ChangelogError) as error:
+        parse_changelog(source)
+    assert str(error.value) == f"{source}: cannot read the changelog (not a regular file (a FIFO))"
+
+
+def test_crlf_line_ends_are_line_ends(tmp_path):
+    source = tmp_path / "changelog"
+    source.write_bytes(b"%changelog\r\n* Tue Dec 01 2026 A <a@x> - 1-1\r\n- one\r\n- two\r\n")
+    assert parse_changelog(source) == (
+        (calendar.timegm((2026, 12, 1, 12, 0, 0)), "A <a@x> - 1-1", "- one\n- two"),
     )

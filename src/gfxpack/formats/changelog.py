@@ -7,18 +7,31 @@
 Each entry is a ``*`` line (weekday, month, day, year, then the author and
 version) followed by its text; a leading ``%changelog`` line is allowed. rpm
 keeps the date at noon UTC, as rpmbuild does.
+
+The file is checked whole when it is read, as package.json is: the author line is
+one line of printable text and the entry text may add newlines and tabs
+(gfxpack.text_fields), and the year is one rpmbuild accepts and an RPM header
+holds (:data:`FIRST_YEAR` to :data:`LAST_YEAR`).
 """
 
 from __future__ import annotations
 
 import calendar
+import os
 import time
 from pathlib import Path
 
 from gfxpack.errors import GfxpackError
+from gfxpack.regular_files import open_regular
+from gfxpack.text_fields import LINE, TEXT, escaped
 
 Entry = tuple[int, str, str]  # (time, author and version line, text)
 _MAX_SIZE = 1 << 20
+# rpmbuild refuses an earlier changelog year (and one from 3000 on); an RPM header
+# keeps the time as unsigned 32-bit seconds, which end on 7 February 2106.
+FIRST_YEAR = 1990
+LAST_YEAR = 2105
+_HEADING = "'* Www Mmm DD YYYY Name <email> - version-release'"
 
 
 class ChangelogError(GfxpackError):
@@ -27,35 +40,47 @@ class ChangelogError(GfxpackError):
 
 def parse_changelog(path: Path) -> tuple[Entry, ...]:
     """The entries of ``path``, newest first as written."""
+    shown = escaped(str(path))
     try:
-        with open(path, "rb") as file:
+        # A FIFO or device is refused, not opened: reading one could block or never end.
+        with os.fdopen(open_regular(path), "rb") as file:
             raw = file.read(_MAX_SIZE + 1)
     except OSError as e:
-        raise ChangelogError(f"{path}: cannot read the changelog ({e.strerror})") from None
+        raise ChangelogError(f"{shown}: cannot read the changelog ({e.strerror})") from None
     if len(raw) > _MAX_SIZE:
-        raise ChangelogError(f"{path}: a changelog of at most 1 MiB is expected")
+        raise ChangelogError(f"{shown}: a changelog of at most 1 MiB is expected")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ChangelogError(f"{path}: the changelog is not UTF-8 text") from None
-    entries: list[tuple[int, str, list[str]]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+        raise ChangelogError(f"{shown}: the changelog is not UTF-8 text") from None
+    entries: list[tuple[int, int, str, list[str]]] = []
+    # Lines end at "\n" alone (a spec file's rule; "\r\n" is taken too): every other
+    # control character is refused below, not treated as a line break.
+    for number, line in enumerate(text.removesuffix("\n").split("\n"), start=1):
+        line = line.removesuffix("\r")
+        problem = TEXT.problem(line)
+        if problem is not None:
+            raise ChangelogError(f"{shown}:{number}: {problem}")
         if line.startswith("* "):
-            entries.append((*_heading(path, number, line), []))
+            entries.append((number, *_heading(shown, number, line), []))
         elif not entries:
             if line.strip() and line.strip() != "%changelog":
-                raise ChangelogError(
-                    f"{path}:{number}: expected an entry line "
-                    "'* Www Mmm DD YYYY Name <email> - version-release'"
-                )
+                raise ChangelogError(f"{shown}:{number}: expected an entry line {_HEADING}")
         else:
-            entries[-1][2].append(line)
+            entries[-1][3].append(line)
     if not entries:
-        raise ChangelogError(f"{path}: no changelog entry ('* Www Mmm DD YYYY ...' lines)")
-    return tuple((when, author, "\n".join(lines).strip()) for when, author, lines in entries)
+        raise ChangelogError(f"{shown}: no changelog entry ('* Www Mmm DD YYYY ...' lines)")
+    parsed = []
+    for number, when, author, lines in entries:
+        body = "\n".join(lines).strip()
+        problem = TEXT.problem(body)
+        if problem is not None:
+            raise ChangelogError(f"{shown}:{number}: the entry's text: {problem}")
+        parsed.append((when, author, body))
+    return tuple(parsed)
 
 
-def _heading(path: Path, number: int, line: str) -> tuple[int, str]:
+def _heading(shown: str, number: int, line: str) -> tuple[int, str]:
     words = line[2:].split()
     try:
         date = time.strptime(" ".join(words[:4]), "%a %b %d %Y")
@@ -63,8 +88,13 @@ def _heading(path: Path, number: int, line: str) -> tuple[int, str]:
         date = None
     author = " ".join(words[4:])
     if date is None or not author:
+        raise ChangelogError(f"{shown}:{number}: expected {_HEADING}, got {line[:80]!r}")
+    if not FIRST_YEAR <= date.tm_year <= LAST_YEAR:
         raise ChangelogError(
-            f"{path}:{number}: expected '* Www Mmm DD YYYY Name <email> - version-release', "
-            f"got {line[:80]!r}"
+            f"{shown}:{number}: the year {date.tm_year} is not allowed; expected a year from "
+            f"{FIRST_YEAR} to {LAST_YEAR} (what rpmbuild accepts and an RPM header holds)"
         )
+    problem = LINE.problem(author)
+    if problem is not None:
+        raise ChangelogError(f"{shown}:{number}: the author: {problem}")
     return calendar.timegm(date) + 12 * 3600, author
