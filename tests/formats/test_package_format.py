@@ -71,7 +71,8 @@ def test_each_format_publishes_its_key_and_setup_files_where_its_clients_read_th
     assert (DEB.signs_packages, RPM.signs_packages) == (False, True)
     base = "https://repo.example.com/rocm"
     assert DEB.setup_package_line(base, "r_1.0-1_all.deb").startswith(
-        f"curl -fsSLo /tmp/r_1.0-1_all.deb {base}/apt/pool/main/r_1.0-1_all.deb && "
+        'd=$(mktemp -d) && curl -fsSLo "$d"/r_1.0-1_all.deb '
+        f"{base}/apt/pool/main/r_1.0-1_all.deb && "
     )
     assert RPM.setup_package_line(base, "r-1.0-1.noarch.rpm") == (
         f"dnf install -y {base}/rpm/Packages/r-1.0-1.noarch.rpm"

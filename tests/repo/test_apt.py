@@ -27,14 +27,16 @@ def publish(debs: list[Path], out: Path, suite: str = "stable", epoch: int = 0) 
     return update.summary()
 
 
-def test_published_files_are_linked_once_and_a_changed_one_is_refused(tmp_path):
+def test_published_files_are_copied_once_and_a_changed_one_is_refused(tmp_path):
     build = tmp_path / "build"
     one = write_package(build, DEB, "one")
     two = write_package(build, DEB, "two")
     out = tmp_path / "repo"
     assert publish([one], out)["added"] == [one.name]
     pool = out / "apt/pool/main"
-    assert (pool / one.name).samefile(one)  # hard-linked, not copied
+    # Copied, not hard-linked: the pool is not the build (tests/repo/test_pool_copy.py).
+    assert not (pool / one.name).samefile(one)
+    assert (pool / one.name).read_bytes() == one.read_bytes()
     assert publish([one, two], out)["added"] == [two.name]
     assert sorted(p.name for p in pool.glob("*.deb")) == [one.name, two.name]
     assert not list(pool.glob(".*partial"))  # nothing partial left

@@ -82,7 +82,7 @@ def test_a_second_run_adds_nothing_and_says_so(example_release, tmp_path):
     count = len(example_release.files("deb"))
     assert [len(r["added"]) for r in first] == [count, count]
     assert f"deb: 0 new, {count} in" in again.output and f"rpm: 0 new, {count} in" in again.output
-    assert f"deb [trusted=yes] file:{tmp_path / 'r/apt'} stable main" in again.output
+    assert f"deb [trusted=yes] {(tmp_path / 'r/apt').as_uri()} stable main" in again.output
 
 
 def test_publishing_unsigned_removes_old_signatures(tmp_path):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -28,11 +28,20 @@ def test_signed_repo_publishes_the_key_its_setup_lines_name(gnupg, tmp_path):
     assert result.exit_code == 0, result.output
     apt_line = next(line for line in result.stdout.splitlines() if line.startswith("  apt:"))
     dnf_line = next(line for line in result.stdout.splitlines() if line.startswith("  dnf:"))
-    keyring = Path(re.search(r"signed-by=(\S+)\]", apt_line)[1])
+    # apt's line copies the published keyring to where its signed-by names it.
+    apt_words = shlex.split(apt_line.removeprefix("  apt:"))
+    keyring = Path(apt_words[apt_words.index("cp") + 1])
     assert keyring == (out / "gfxpack-archive-keyring.gpg").resolve()
-    gpgkey = re.search(r"gpgkey=file://(\S+?)\\n", dnf_line)[1]
-    assert Path(gpgkey) == (out / "rpm/RPM-GPG-KEY-gfxpack").resolve()
-    assert "gpgcheck=1" in dnf_line and "repo_gpgcheck=1" in dnf_line
+    installed = apt_words[apt_words.index("cp") + 2]
+    assert f"[signed-by={installed}]" in apt_words[apt_words.index("printf") + 2]
+    # The dnf line's printf writes one line of the .repo section per argument.
+    dnf_words = shlex.split(dnf_line.removeprefix("  dnf:"))
+    section = dnf_words[dnf_words.index("printf") + 2 : dnf_words.index("|")]
+    gpgkey = Path(
+        next(w for w in section if w.startswith("gpgkey=")).removeprefix("gpgkey=file://")
+    )
+    assert gpgkey == (out / "rpm/RPM-GPG-KEY-gfxpack").resolve()
+    assert "gpgcheck=1" in section and "repo_gpgcheck=1" in section
     # The published keys verify the repository's signatures (gpgv, not our reader).
     release = out / "apt/dists/stable"
     subprocess.run(["gpgv", "--keyring", str(keyring), str(release / "InRelease")], check=True)
@@ -42,10 +51,7 @@ def test_signed_repo_publishes_the_key_its_setup_lines_name(gnupg, tmp_path):
     )
     repomd = out / "rpm/repodata/repomd.xml"
     subprocess.run(["gpgv", "--keyring", str(dearmored), f"{repomd}.asc", str(repomd)], check=True)
-    # The dnf line is a shell command whose printf writes a valid .repo section.
-    printf = re.search(r"printf '([^']*)'", dnf_line)[1]
-    section = subprocess.run(["printf", printf], capture_output=True, text=True).stdout
-    assert section.startswith("[gfxpack]\n") and f"baseurl=file://{out.resolve()}/rpm\n" in section
+    assert section[0] == "[gfxpack]" and f"baseurl={out.resolve().as_uri()}/rpm" in section
 
 
 def test_setup_package_options_are_checked_before_anything_is_written(gnupg, tmp_path):

@@ -50,7 +50,9 @@ def _warn(message: str) -> None:
     "--base-url",
     metavar="URL",
     help="Where OUT will be served (https://example.com/rocm): the printed setup lines "
-    "and the setup package use BASE/apt and BASE/rpm. Default: OUT as a file: URL.",
+    "and the setup package use BASE/apt and BASE/rpm. Characters other than letters, "
+    "digits and -._~/:@+= must be percent-encoded (%20 for a space). Default: OUT as a "
+    "file: URL.",
 )
 @click.option(
     "--setup-package",
@@ -109,9 +111,11 @@ def repo_command(
     from gfxpack import repo as repo_module
     from gfxpack.epoch import source_date_epoch
     from gfxpack.formats import FORMATS, format_named
+    from gfxpack.repo.apt import check_suite
     from gfxpack.repo.setup_package import (
         SetupPackage,
         check_base_url,
+        check_setup_package,
         setup_lines,
         write_index,
         write_setup_packages,
@@ -122,15 +126,17 @@ def repo_command(
     epoch = source_date_epoch(os.environ, int(time.time()))
     out_path = Path(out)
     inputs = [Path(build) for build in builds]
-    if base_url:
+    # Every value the printed lines and the setup package hold, checked before any use.
+    if base_url is not None:
         check_base_url(base_url)
-    key = export_public_key(sign_key, None) if sign_key else None
+    check_suite(suite)
     setup = None
     if setup_package:
-        if sign_key is None or key is None or not base_url:
+        check_setup_package(setup_package, setup_version)
+        if sign_key is None or not base_url:
             raise GfxpackError("--setup-package needs --sign-key and --base-url")
         setup = SetupPackage(setup_package, base_url, suite, setup_version)
-        setup.check()
+    key = export_public_key(sign_key, None) if sign_key else None
     setup_files = {}
     with tempfile.TemporaryDirectory(prefix="gfxpack-setup-") as scratch:
         if setup is not None and key is not None and sign_key is not None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import abc
 import filecmp
+import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -64,7 +65,7 @@ class RepositoryUpdate(Protocol):
     is written; then written in three steps, each for every format before the next."""
 
     def add_files(self, tx: Transaction) -> None:
-        """Link the new files into the pool."""
+        """Copy the new files into the pool."""
 
     def commit_record(self, tx: Transaction) -> None:
         """Record the pool: its files are published."""
@@ -272,6 +273,17 @@ class PackageFormat(abc.ABC):
         (and their signatures, against ``keyring`` when given); its label."""
 
 
+# printf's format that prints each argument on a line of its own.
+_LINES = "%s\\n"
+
+
+def shell_words(*words: str) -> str:
+    """One shell command of ``words``, each quoted (shlex.quote) so that it reaches the
+    command exactly as written: a printed setup line pasted into a shell never runs or
+    expands anything from a URL, path or name in it."""
+    return " ".join(shlex.quote(word) for word in words)
+
+
 class _Deb(PackageFormat):
     def join_alternatives(self, parts: Sequence[str]) -> str:
         return " | ".join(parts)
@@ -330,24 +342,28 @@ class _Deb(PackageFormat):
     def setup_line(
         self, base: str, served: bool, root: Path, suite: str, key: Path | None, name: str
     ) -> str:
-        fetch = ""
-        if key is not None and served:
+        commands = []
+        trust = "trusted=yes"
+        if key is not None:
+            # Where apt (whose download sandbox may not read OUT) finds the keyring.
             keyring = f"/usr/share/keyrings/{key.name}"
-            fetch = f"curl -fsSLo {keyring} {base}/{self.key_file} && "
-        else:
-            keyring = str(key.resolve()) if key is not None else ""
-        trust = f"signed-by={keyring}" if keyring else "trusted=yes"
-        url = f"{base}/{self.repo_dir}" if served else f"file:{(root / self.repo_dir).resolve()}"
-        return (
-            f"{fetch}echo 'deb [{trust}] {url} {suite} main' "
-            f"| tee /etc/apt/sources.list.d/{name}.list && apt-get update"
-        )
+            if served:
+                commands.append(shell_words("curl", "-fsSLo", keyring, f"{base}/{self.key_file}"))
+            else:
+                commands.append(shell_words("cp", str(key.resolve()), keyring))
+            trust = f"signed-by={keyring}"
+        # printf, not echo: some shells' echo reads backslashes in its argument.
+        entry = shell_words("printf", _LINES, f"deb [{trust}] {base}/{self.repo_dir} {suite} main")
+        commands.append(f"{entry} | {shell_words('tee', f'/etc/apt/sources.list.d/{name}.list')}")
+        return " && ".join([*commands, "apt-get update"])
 
     def _install_from_url(self, url: str, package_file: str) -> str:
-        # apt-get installs a local file only: fetched first.
+        # apt-get installs a local file only: fetched first, into a new directory (as
+        # root, never a name in /tmp that another user could have made first).
+        local = f'"$d"/{shlex.quote(package_file)}'
         return (
-            f"curl -fsSLo /tmp/{package_file} {url} && "
-            f"apt-get install -y /tmp/{package_file} && apt-get update"
+            f"d=$(mktemp -d) && curl -fsSLo {local} {shlex.quote(url)} && "
+            f"apt-get install -y {local} && apt-get update"
         )
 
     def setup_files(self, setup: SetupPackage, key: PublicKey) -> list[tuple[str, bytes]]:
@@ -425,17 +441,20 @@ class _Rpm(PackageFormat):
         self, base: str, served: bool, root: Path, suite: str, key: Path | None, name: str
     ) -> str:
         checks = (
-            f"gpgcheck=1\\nrepo_gpgcheck=1\\ngpgkey={base}/{self.key_file}"
+            ["gpgcheck=1", "repo_gpgcheck=1", f"gpgkey={base}/{self.key_file}"]
             if key is not None
-            else "gpgcheck=0"
+            else ["gpgcheck=0"]
         )
+        # Each line of the .repo section an argument of printf, never its format: a '%'
+        # of a URL (%2F) reaches the file as it is.
+        section = [f"[{name}]", f"name={name}", f"baseurl={base}/{self.repo_dir}", *checks]
         return (
-            f"printf '[{name}]\\nname={name}\\nbaseurl={base}/{self.repo_dir}\\n{checks}\\n' "
-            f"| tee /etc/yum.repos.d/{name}.repo"
+            f"{shell_words('printf', _LINES, *section)} "
+            f"| {shell_words('tee', f'/etc/yum.repos.d/{name}.repo')}"
         )
 
     def _install_from_url(self, url: str, package_file: str) -> str:
-        return f"dnf install -y {url}"
+        return shell_words("dnf", "install", "-y", url)
 
     def setup_files(self, setup: SetupPackage, key: PublicKey) -> list[tuple[str, bytes]]:
         repo = setup.repo_text().encode()

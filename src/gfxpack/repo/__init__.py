@@ -3,7 +3,7 @@
 A run is one transaction (repo/transaction.py): every input of every ``--in`` is
 checked (repo/inputs.py) and read (repo/debfile.py, repo/rpmfile.py), both
 repositories' new indexes are computed and signed, and only then is anything
-linked into a pool or written, under one lock per repository.
+copied into a pool or written, under one lock per repository.
 """
 
 from __future__ import annotations

@@ -69,9 +69,9 @@ class AptUpdate:
         return DEB.pool(self.root)
 
     def add_files(self, tx: Transaction) -> None:
-        """Link the new files into the pool."""
+        """Copy the new files into the pool."""
         for deb in self.added:
-            tx.add_to_pool(deb.path, self.pool)
+            tx.add_to_pool(deb, self.pool)
             self.record[deb.name]["stamp"] = stamp(self.pool / deb.name)
 
     def commit_record(self, tx: Transaction) -> None:

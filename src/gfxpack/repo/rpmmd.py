@@ -55,9 +55,9 @@ class RpmUpdate:
         return RPM.pool(self.root)
 
     def add_files(self, tx: Transaction) -> None:
-        """Link the new files into the pool."""
+        """Copy the new files into the pool."""
         for rpm in self.added:
-            tx.add_to_pool(rpm.path, self.pool)
+            tx.add_to_pool(rpm, self.pool)
             self.record[rpm.name]["stamp"] = stamp(self.pool / rpm.name)
 
     def commit_record(self, tx: Transaction) -> None:

@@ -19,24 +19,85 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from gfxpack._io import atomic_write, write_atomically
 from gfxpack.formats import PackageInfo
 from gfxpack.formats.package_format import PackageFormat
 from gfxpack.formats.payload import Entry, EntryKind
 from gfxpack.outdir import INDEX
+from gfxpack.repo.apt import check_suite
+from gfxpack.repo.debfile import PACKAGE_NAME, VERSION
 from gfxpack.repo.inputs import RepoError, digest
+from gfxpack.repo.rpmfile import RPM_NAME, RPM_VERSION
 from gfxpack.repo.trust import PublicKey
 
-_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]*")
-_URL = re.compile(r"(https?|file)://[^\s\[\]]+")
+# What a base URL may hold as it is: RFC 3986's unreserved characters, percent-escapes
+# and what a scheme, user, host, port and path are spelled with. Anything else is
+# percent-encoded: quotes, '$', ';', spaces and control characters mean something to
+# a shell, to apt's sources.list or to a .repo file (whose baseurl ',' splits), and
+# '?' or '#' have no place in a repository root, below which apt and dnf add paths.
+_URL_CHARACTERS = re.compile(r"(?:[A-Za-z0-9._~/:@+=-]|%[0-9A-Fa-f]{2})*\Z")
+_SCHEMES = ("http", "https", "file")
+# Longer names or versions make file names (NAME_VERSION-1_all.deb) longer than a
+# filesystem allows.
+_LONGEST = 100
+
+
+def _url_problem(url: str) -> str | None:
+    """What is wrong with ``url`` as the root of a published repository, or None."""
+    scheme, separator, _ = url.partition("://")
+    if scheme not in _SCHEMES or not separator:
+        return "not one of those schemes"
+    if not _URL_CHARACTERS.match(url):
+        return (
+            "characters other than letters, digits and -._~/:@+= must be "
+            "percent-encoded (%20 for a space)"
+        )
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number below 65536
+    except ValueError:
+        return "its port is not a number from 0 to 65535"
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            return "a file:// URL names a local path (file:///srv/repo), no host"
+    elif not parts.hostname:
+        return f"a {scheme}:// URL needs a host"
+    return None
 
 
 def check_base_url(url: str) -> None:
-    if not _URL.fullmatch(url):
+    """``url`` can be the repository root the printed setup lines and the setup package
+    name; otherwise one error saying why."""
+    problem = _url_problem(url)
+    if problem:
         raise RepoError(
             f"--base-url {url!r}: an http://, https:// or file:// URL of the published "
-            "repository root is expected"
+            f"repository root is expected ({problem})"
+        )
+
+
+def check_setup_package(name: str, version: str) -> None:
+    """``name`` and ``version`` make a setup package both formats can carry: Debian's and
+    RPM's package name and version grammars (what gfxpack repo checks every package
+    against), and no '+' in the name, which also names the apt sources file (apt ignores
+    a file in sources.list.d with one)."""
+    if not (
+        len(name) <= _LONGEST
+        and PACKAGE_NAME.match(name)
+        and RPM_NAME.match(name)
+        and "+" not in name
+    ):
+        raise RepoError(
+            f"--setup-package {name!r}: a package name of lower-case letters, digits, "
+            f"'.' and '-', starting with a letter or digit, at most {_LONGEST} characters, "
+            "is expected"
+        )
+    if not (len(version) <= _LONGEST and VERSION.match(version) and RPM_VERSION.match(version)):
+        raise RepoError(
+            f"--setup-version {version!r}: a version of letters, digits, '.', '+' and '~', "
+            f"starting with a digit, at most {_LONGEST} characters, is expected (such as 1.1)"
         )
 
 
@@ -48,12 +109,11 @@ class SetupPackage:
     version: str = "1.0"
 
     def check(self) -> None:
-        if not _NAME.fullmatch(self.name):
-            raise RepoError(
-                f"--setup-package {self.name!r}: a package name of lower-case letters, "
-                "digits and +.- is expected"
-            )
+        """Every value is one a package manager reads as given; otherwise one error
+        naming the option."""
+        check_setup_package(self.name, self.version)
         check_base_url(self.base_url)
+        check_suite(self.suite)
 
     @property
     def url(self) -> str:
@@ -160,8 +220,10 @@ def setup_lines(
 ) -> dict[PackageFormat, str]:
     """format -> one shell command line that makes the repository at ``out`` usable on a
     machine (run as root): the setup package's install when there is one, else the
-    sources entry written with the published key (``keys``)."""
-    base = base_url.rstrip("/") if base_url else f"file://{out.resolve()}"
+    sources entry written with the published key (``keys``). Every value in a line is
+    checked (:func:`check_base_url`, :meth:`SetupPackage.check`) and quoted."""
+    # OUT as a URL: percent-encoded, so that a space in it is no field separator to apt.
+    base = base_url.rstrip("/") if base_url else out.resolve().as_uri()
     lines = {}
     for fmt in formats:
         if setup is not None and fmt in setup_files:

@@ -22,17 +22,22 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from gfxpack._io import DIRECTORY_MODE, FILE_MODE, atomic_path
 from gfxpack.formats.package_format import FORMATS
-from gfxpack.repo.inputs import RepoError, digest
+from gfxpack.repo.inputs import InputFile, RepoError, digest
 
 LOCK = ".gfxpack-repo.lock"
 RECORD = ".gfxpack-pool.json"
 # What older gfxpack versions kept beside the apt pool; the record replaces it.
+
+_COPY_CHUNK = 1 << 24
+# What copy_file_range fails with where the kernel cannot copy between these two files.
+_NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL}
 
 
 def stamp(path: Path) -> str:
@@ -56,6 +61,37 @@ def make_dirs(path: Path) -> None:
                 raise
             continue
         directory.chmod(DIRECTORY_MODE)
+
+
+def _copy(source: Path, destination: Path) -> None:
+    """A new file ``destination`` (mode 0600) with the bytes and mtime of the regular file
+    ``source``, whose last component is never followed. The kernel copies
+    (copy_file_range: a reflink on filesystems that share extents, such as Btrfs and XFS),
+    else a read-write loop where it cannot (another filesystem, an old kernel)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    with contextlib.ExitStack() as files:
+        try:
+            src = os.open(source, flags)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise RepoError(f"{source}: a symlink; only regular files are published") from None
+            raise
+        files.callback(os.close, src)
+        info = os.fstat(src)
+        if not stat.S_ISREG(info.st_mode):
+            raise RepoError(f"{source}: not a regular file; only regular files are published")
+        dst = os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        files.callback(os.close, dst)
+        copied = 0
+        try:
+            while chunk := os.copy_file_range(src, dst, _COPY_CHUNK):
+                copied += chunk
+        except OSError as e:
+            if copied or e.errno not in _NO_KERNEL_COPY:
+                raise
+            with open(src, "rb", closefd=False) as reader, open(dst, "wb", closefd=False) as writer:
+                shutil.copyfileobj(reader, writer, 1 << 20)
+        os.utime(dst, ns=(info.st_atime_ns, info.st_mtime_ns))
 
 
 class Transaction:
@@ -107,21 +143,23 @@ class Transaction:
                 os.fchmod(fd, FILE_MODE)
                 file.write(data)
 
-    def add_to_pool(self, source: Path, pool: Path) -> Path:
-        """Hard-link ``source`` into ``pool`` (a copy when it is on another filesystem or
-        its mode is not 0644, which a link would share with the input)."""
+    def add_to_pool(self, source: InputFile, pool: Path) -> Path:
+        """Copy ``source`` into ``pool``, mode 0644 and its mtime kept. A copy, never a
+        hard link: editing the build in place must not change what is published. The
+        copy's bytes are checked against the digest the indexes were made from, so a
+        build file changed since it was read is refused, not published."""
         make_dirs(pool)
         target = pool / source.name
         with atomic_path(target) as partial:
-            try:
-                if source.stat().st_mode & 0o7777 != FILE_MODE:
-                    raise OSError(errno.EPERM, "mode differs")
-                os.link(source, partial)
-            except OSError:
-                shutil.copyfile(source, partial)
-                shutil.copystat(source, partial)
-                partial.chmod(FILE_MODE)
+            _copy(source.path, partial)
+            if digest(partial) != (source.size, source.sha256):
+                raise RepoError(
+                    f"{source.path}: changed while it was being published; nothing was "
+                    "published, run gfxpack repo again"
+                )
             self._unrecorded.add(target)
+            # Readable by the web server only once its bytes are known to be the right ones.
+            partial.chmod(FILE_MODE)
         return target
 
     def record(self, pool: Path, record: dict[str, dict[str, Any]]) -> None:
