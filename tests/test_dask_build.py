@@ -121,6 +121,38 @@ def test_a_scheduler_that_does_not_answer_is_one_error(example_artifacts, tmp_pa
     assert not list((tmp_path / "out").glob("*.deb")) and not (tmp_path / "out/index.json").exists()
 
 
+def test_a_cluster_without_workers_is_one_error_within_the_timeout(example_artifacts, tmp_path):
+    # A real scheduler that answers, with no worker to give the tasks to: they would
+    # wait forever.
+    with distributed.LocalCluster(
+        n_workers=0, processes=False, dashboard_address=":0", scheduler_port=0
+    ) as empty:
+        address = empty.scheduler_address
+        out = tmp_path / "out"
+        started = time.monotonic()
+        result = CliRunner().invoke(
+            cli,
+            build_example_args(
+                example_artifacts,
+                out,
+                *("--executor", "dask", "--scheduler", address, "--scheduler-timeout", "1", "-q"),
+            ),
+        )
+        took = time.monotonic() - started
+        with distributed.Client(address, set_as_default=False) as client:
+            # The build's tasks went with it: the scheduler holds none.
+            assert client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) == 0
+    assert result.exit_code == 1, result.output
+    assert result.stderr == (
+        f"error: --scheduler {address}: the cluster has had no Dask worker for 1 s, so "
+        f"nothing can be built; start workers (dask worker {address}), or wait longer "
+        "with --scheduler-timeout\n"
+    )
+    assert took < 10
+    assert not (out / "index.json").exists() and not list(out.glob("*.deb"))
+    assert not [name for name in leftovers(out) if name.startswith(".gfxpack-partial-")]
+
+
 def test_dask_is_imported_only_for_a_cluster_build():
     code = (
         "import sys, gfxpack.cli, gfxpack.build, gfxpack.release; "

@@ -233,3 +233,40 @@ def test_a_damaged_package_is_one_error_line(example_release, tmp_path, fmt, dam
     status, output = diff(str(build), str(build), "--format", fmt)
     assert status == 2
     assert output.startswith(f"error: {build / name}") and output.count("\n") == 1, output
+
+
+@pytest.fixture(scope="module")
+def two_releases(example_release, update, tmp_path_factory) -> Path:
+    """8.2.0, then the changed 8.2.1, published into one repository (the README's
+    incremental workflow)."""
+    repo = tmp_path_factory.mktemp("two-releases") / "repo"
+    for build_dir in (example_release.out, update.out):
+        publish(build_dir, repo, "stable", 1_700_000_000)
+    return repo
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
+def test_a_repository_of_two_releases_is_its_newest_versions(
+    example_release, update, two_releases, fmt
+):
+    # The repository keeps 8.2.0's packages: its newest version of each name is 8.2.1's
+    # package, and the package 8.2.1 removed is still there at 8.2.0.
+    status, output = diff(str(update.out), str(two_releases), "--format", fmt.name, "--json")
+    assert status == 0, output
+    found = json.loads(output)
+    assert found["new"] == f"{two_releases} (repository 2 versions, {fmt})"
+    assert (found["added"], found["removed"]) == ([REMOVED], [])
+    # Had any 8.2.0 package been taken for its name, its pins, files or sizes would differ.
+    assert found["dependencies"] == [] and found["moved"] == []
+    assert [c["name"] for c in found["packages"]] == [REMOVED]
+    # Against 8.2.0 the repository shows 8.2.1's changes, less the removal.
+    status, output = diff(str(example_release.out), str(two_releases), "--format", fmt.name)
+    assert status == 0, output
+    lines = output.splitlines()
+    assert f"  + {ADDED}" in lines and f"  {CHANGED} (depends):" in lines
+    assert not any(line.startswith("packages removed") for line in lines)
+    pin = "{} ({} 8.2.{}-1)" if fmt is DEB else "{} {} 8.2.{}-1"
+    assert f"    - {pin.format(DEPENDENCY, '>=', 0)}" in lines
+    assert f"    + {pin.format(DEPENDENCY, '=', 1)}" in lines
+    moved_to = update.plan.by_key[MOVED_TO].name(fmt)
+    assert any(line.startswith(f"  {update.moved}: ") and line.endswith(moved_to) for line in lines)

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -272,3 +273,88 @@ def test_the_readme_matrix_from_the_command_line(example_artifacts, example_rele
     assert result.exit_code == 0, result.output
     assert len(json.loads(result.stdout)["files"]) == len(digests(example_release.out))
     assert digests(tmp_path / "merged") == digests(example_release.out)
+
+
+def copied_shard(halves, tmp_path: Path) -> tuple[Path, str]:
+    """A private copy of the second half (no links to the shared one) and the name of
+    its largest listed file."""
+    copy = tmp_path / "copy"
+    shutil.copytree(halves[1], copy)
+    listed = json.loads((copy / "index.json").read_text())["files"]
+    return copy, max(listed, key=lambda item: item["size"])["file"]
+
+
+def test_merge_refuses_a_shard_file_of_the_right_size_but_other_bytes(halves, tmp_path):
+    copy, victim = copied_shard(halves, tmp_path)
+    data = bytearray((copy / victim).read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (copy / victim).write_bytes(data)
+    out = tmp_path / "m"
+    result = merge_cli(str(halves[0]), str(copy), "--out", str(out))
+    assert_refused(result, f"{copy / victim}: not the file {copy / 'index.json'} lists", out)
+    assert not out.exists() and (copy / victim).read_bytes() == data
+
+
+def test_merge_refuses_a_shard_file_linked_to_a_file_outside_it(halves, tmp_path):
+    # The host file holds the listed bytes, so size and sha256 agree: the link gives it away.
+    copy, victim = copied_shard(halves, tmp_path)
+    host = tmp_path / "host" / "kept"
+    host.parent.mkdir()
+    shutil.copyfile(copy / victim, host)
+    (copy / victim).unlink()
+    os.link(host, copy / victim)
+    before = os.lstat(host)
+    out = tmp_path / "m"
+    result = merge_cli(str(halves[0]), str(copy), "--out", str(out))
+    assert_refused(result, f"{copy / victim}: has 1 other hard link(s)", out)
+    after = os.lstat(host)
+    assert (after.st_ino, after.st_nlink, after.st_mtime_ns) == (
+        before.st_ino,
+        2,
+        before.st_mtime_ns,
+    )
+    assert not out.exists()
+
+
+def test_merge_refuses_a_symlinked_shard_file(halves, tmp_path):
+    copy, victim = copied_shard(halves, tmp_path)
+    host = tmp_path / "host"
+    shutil.copyfile(copy / victim, host)
+    (copy / victim).unlink()
+    (copy / victim).symlink_to(host)
+    out = tmp_path / "m"
+    result = merge_cli(str(halves[0]), str(copy), "--out", str(out))
+    assert_refused(result, f"{copy / victim}: not a regular file (a symlink)", out)
+    assert not out.exists() and os.lstat(host).st_nlink == 1
+
+
+def test_merging_again_into_the_same_out_is_allowed(halves, example_release, tmp_path):
+    # The first merge links the shards' files into OUT: that link is merge's own.
+    first, second = tmp_path / "1", tmp_path / "2"
+    shutil.copytree(halves[0], first)
+    shutil.copytree(halves[1], second)
+    out = tmp_path / "m"
+    for _ in range(2):
+        result = merge_cli(str(first), str(second), "--out", str(out))
+        assert result.exit_code == 0, result.output
+    assert digests(out) == digests(example_release.out)
+    name = next(iter(digests(out)))
+    assert os.lstat(out / name).st_nlink == 2  # OUT and its shard, nothing else
+
+
+def test_a_merge_onto_another_file_system_copies_the_checked_files(
+    halves, example_release, tmp_path
+):
+    other = Path("/dev/shm")
+    if not other.is_dir() or os.stat(other).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("needs /dev/shm on another file system than the shards")
+    first, second = tmp_path / "1", tmp_path / "2"
+    shutil.copytree(halves[0], first)
+    shutil.copytree(halves[1], second)
+    with tempfile.TemporaryDirectory(dir=other) as scratch:
+        out = Path(scratch) / "m"
+        result = merge_cli(str(first), str(second), "--out", str(out))
+        assert result.exit_code == 0, result.output
+        assert digests(out) == digests(example_release.out)
+        assert {os.lstat(p).st_nlink for p in out.iterdir()} == {1}
+        assert {os.lstat(p).st_mode & 0o7777 for p in out.iterdir()} == {0o644}

@@ -67,7 +67,8 @@ class BuildOptions:
     # Build only these packages of the plan (None: all of them).
     shard: Shard | None = None
     # A Dask scheduler's address (tcp://HOST:8786): run the jobs on that cluster instead
-    # of a local process pool; it must answer within scheduler_timeout seconds.
+    # of a local process pool; it must answer within scheduler_timeout seconds, and a
+    # cluster without workers fails the build after that long.
     scheduler: str | None = None
     scheduler_timeout: float = 10.0
 

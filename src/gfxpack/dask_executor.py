@@ -22,7 +22,9 @@ import asyncio
 import contextlib
 import ctypes
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED  # distributed.wait takes the same
 from typing import Any
 
 from gfxpack.build import BuildError, Job, JobResult, _guarded
@@ -34,6 +36,9 @@ Record = Callable[[PlannedPackage, PackageFormat, JobResult], None]
 # Tasks per worker thread: few enough that the cluster's per-task cost is small against
 # the work, enough that the last tasks are short and a lost worker loses little.
 TASKS_PER_THREAD = 4
+# How often, at most, a build that hears of no finished task asks whether the cluster
+# still has workers (seconds).
+WORKER_CHECK = 1.0
 # malloc.h: allocations of at least M_MMAP_THRESHOLD bytes are mmapped; free memory
 # above M_TRIM_THRESHOLD at the heap's top goes back to the system. 32 MiB is glibc's
 # DEFAULT_MMAP_THRESHOLD_MAX on 64-bit.
@@ -49,7 +54,7 @@ def run_on_cluster(
     """Run ``jobs`` on the cluster whose scheduler is at ``address``; ``record`` hears of
     each finished job as the cluster reports it."""
     try:
-        from distributed import Client, as_completed
+        from distributed import Client
         from distributed.scheduler import KilledWorker
     except ImportError:
         raise BuildError(
@@ -68,16 +73,13 @@ def run_on_cluster(
         ) from None
     futures: list[Any] = []
     try:
-        tasks = batches(jobs, TASKS_PER_THREAD * max(1, sum(client.nthreads().values())))
+        threads = sum(client.nthreads().values())
+        tasks = batches(jobs, TASKS_PER_THREAD * max(1, threads))
         # One graph update for every task (submitting one by one costs a round trip
         # each); pure=False: fresh tasks each build, never an earlier build's result.
         futures = client.map(write_packages, tasks, scratch=scratch, out=out, pure=False)
         jobs_of = {f.key: task for f, task in zip(futures, tasks, strict=True)}
-        with client.as_current():  # as_completed asks for the current client
-            # Results come with their futures: asking each future for its result would
-            # cost a round trip to the client's event loop each.
-            completed = as_completed(futures, with_results=True, raise_errors=False)
-        for future, outcome in completed:
+        for future, outcome in _outcomes(client, futures, address, timeout, threads > 0):
             task_jobs = jobs_of[future.key]
             if isinstance(outcome, KilledWorker):
                 names = sorted({job[0].key for job in task_jobs})
@@ -96,6 +98,47 @@ def run_on_cluster(
         # complete package into OUT, which the next build there tidies away.
         client.cancel(futures, force=True)
         client.close()
+
+
+def _outcomes(
+    client: Any, futures: list[Any], address: str, timeout: float, has_workers: bool
+) -> Iterator[tuple[Any, Any]]:
+    """(future, result or exception) of each task as it finishes.
+
+    A scheduler holds tasks for as long as it has no worker to give them to: a cluster
+    without workers (none joined, or all left) for ``timeout`` seconds ends the build
+    with an error instead of a wait that never ends."""
+    from distributed import as_completed, wait
+
+    with client.as_current():  # as_completed and wait ask for the current client
+        # Results come with their futures: asking each future for its result would
+        # cost a round trip to the client's event loop each.
+        completed = as_completed(futures, with_results=True, raise_errors=False)
+    pending = set(futures)
+    alone_since = None if has_workers else time.monotonic()
+    while pending:
+        batch = completed.next_batch(block=False)
+        if not batch:
+            try:
+                with client.as_current():
+                    wait(list(pending), min(timeout, WORKER_CHECK), FIRST_COMPLETED)
+            except TimeoutError:  # nothing finished meanwhile: is anyone working?
+                now = time.monotonic()
+                if client.nthreads():
+                    alone_since = None
+                elif alone_since is None:
+                    alone_since = now
+                elif now - alone_since >= timeout:
+                    raise BuildError(
+                        f"--scheduler {address}: the cluster has had no Dask worker for "
+                        f"{timeout:g} s, so nothing can be built; start workers "
+                        f"(dask worker {address}), or wait longer with --scheduler-timeout"
+                    ) from None
+                continue
+            batch = completed.next_batch(block=True)  # one finished: it is on its way
+        for future, outcome in batch:
+            pending.discard(future)
+            yield future, outcome
 
 
 def batches(jobs: list[Job], count: int) -> list[list[Job]]:

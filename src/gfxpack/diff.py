@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gfxpack.inventory import Inventory, Package
+from gfxpack.plan.targets import target_order
 from gfxpack.units import human
 
 FIELDS = ("depends", "recommends")
@@ -158,7 +159,7 @@ def _arch_sizes(old: Inventory, new: Inventory) -> list[SizeChange]:
         return groups
 
     before, after = by_arch(old), by_arch(new)
-    arches = sorted(before.keys() | after.keys(), key=lambda a: (a != HOST, a))
+    arches = sorted(before.keys() | after.keys(), key=lambda a: (a != HOST, target_order(a)))
     return [
         change
         for arch in arches

@@ -11,6 +11,7 @@ inventories; fields a source does not know are None and are not compared.
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,17 +145,14 @@ def from_build(build: Path, fmt: PackageFormat) -> Inventory:
 
 def from_repository(root: Path, fmt: PackageFormat, suite: str | None = None) -> Inventory:
     """The newest version of every package name of the repository, read from its file."""
-    import solv
-
     from gfxpack.verify.system import read_system
     from gfxpack.verify.universe import load as load_universe
 
     universe = load_universe(root, fmt, read_system(None, fmt), suite)
-    newest: dict[str, Any] = {}
+    versions: dict[str, list[Any]] = defaultdict(list)
     for solvable in universe.packages():
-        seen = newest.get(solvable.name)
-        if seen is None or universe.pool.evrcmp(solvable.evr, seen.evr, solv.EVRCMP_COMPARE) > 0:
-            newest[solvable.name] = solvable
+        versions[solvable.name].append(solvable)
+    newest = {name: universe.newest(solvables) for name, solvables in versions.items()}
     packages = {}
     for name, solvable in sorted(newest.items()):
         location = universe.location(solvable)

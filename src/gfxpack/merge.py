@@ -3,25 +3,38 @@
 Each shard's OUT holds its packages and a partial index.json naming the shard,
 its packages and the plan digest. Merging checks that every shard comes from
 one plan (equal digests), that each package of the plan was built by exactly one
-shard and that each listed file is there with its size, then gathers the files
-into OUT (a hard link when on the same file system, else a copy, each renamed in
-complete) and writes the index one machine's build would have written.
+shard and that each listed file is there with the size and sha256 the index
+says, then gathers the files into OUT (a hard link when on the same file system,
+else a copy, each renamed in complete) and writes the index one machine's build
+would have written.
+
+A listed file must be the shard's own: a regular file directly in the shard's OUT,
+never a symlink, with no hard link but its own name (and the one an earlier merge
+into the same OUT made), so that merge never links a file living elsewhere on the
+machine into OUT. Everything is checked before anything is written, and each file
+is linked or copied from the very file that was checked.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
 import shutil
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from io import BufferedReader
 from pathlib import Path
 from typing import Any
 
 from gfxpack import outdir
 from gfxpack._io import FILE_MODE
 from gfxpack.errors import GfxpackError
+from gfxpack.regular_files import NotARegularFile, open_regular
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class MergeError(GfxpackError):
@@ -37,6 +50,18 @@ class _Part:
     files: tuple[dict[str, Any], ...]
 
 
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """A listed file as checked, and which file it was (device, inode): that one is
+    linked, not whatever its name leads to later."""
+
+    item: dict[str, Any]
+    path: Path
+    target: Path  # its name in OUT
+    identity: tuple[int, int]
+    in_out: bool  # the shard is OUT itself: the file stays where it is
+
+
 def merge(shards: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]) -> dict[str, Any]:
     """Check ``shards`` and write their union into ``out``; returns the full index."""
     if not shards:
@@ -47,7 +72,9 @@ def merge(shards: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str])
             raise MergeError(f"{part.out}: given twice")
     _check_one_plan(parts)
     owner = _check_each_package_once(parts)
-    files = [_checked(part, item) for part in parts for item in part.files]
+    target = Path(out)
+    sources = [_checked(part, item, target) for part in parts for item in part.files]
+    files = [source.item for source in sources]
     for item in files:
         if owner.get(item["package"]) is None:
             raise MergeError(f"{item['file']}: of package {item['package']}, not in the plan")
@@ -58,7 +85,7 @@ def merge(shards: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str])
         raise MergeError(f"{twice[0]}: written by two shards")
     index = {key: value for key, value in parts[0].index.items() if key != "shard"}
     index["files"] = files
-    _gather(parts, Path(out), index, names)
+    _gather([source for source in sources if not source.in_out], target, index, names)
     return index
 
 
@@ -89,9 +116,12 @@ def _read_part(path: Path) -> _Part:
             isinstance(item, dict)
             and all(isinstance(item.get(key), str) for key in ("file", "package", "format"))
             and isinstance(item.get("size"), int)
+            and isinstance(item.get("sha256"), str)
+            and _SHA256.fullmatch(item["sha256"])
         ):
             raise MergeError(
-                f"{where}: /files/{i}: expected an object with file, package, format and size"
+                f"{where}: /files/{i}: expected an object with file, package, format, size "
+                "and sha256 (64 hex digits)"
             )
     return _Part(path, index, label, tuple(packages), tuple(files))
 
@@ -136,32 +166,70 @@ def _check_each_package_once(parts: list[_Part]) -> dict[str, _Part]:
     return owner
 
 
-def _checked(part: _Part, item: dict[str, Any]) -> dict[str, Any]:
-    """An index entry whose file is a plain name, there with the size the index says."""
+def _checked(part: _Part, item: dict[str, Any], out: Path) -> _Source:
+    """The file of an index entry: a plain name, the shard's own file (see the module),
+    with the size and sha256 the index says."""
     name, size = item.get("file"), item.get("size")
     if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
         raise MergeError(f"{part.out / outdir.INDEX}: /files: {name!r} is not a file name")
     if item.get("package") not in part.packages:
         raise MergeError(f"{part.out / name}: its package is not one of the shard's")
-    path = part.out / name
+    path, target = part.out / name, out / name
+    in_out = _same_directory(part.out, out)
+    with _opened(path) as file:
+        found = _own_file(file, path, None if in_out else target)
+        if found.st_size != size:
+            raise MergeError(f"{path}: expected a file of {size} bytes as index.json says")
+        if hashlib.file_digest(file, "sha256").hexdigest() != item["sha256"]:
+            raise MergeError(
+                f"{path}: not the file {part.out / outdir.INDEX} lists (another sha256; "
+                "damaged or changed since its build?): build the shard again"
+            )
+    return _Source(item, path, target, _identity(found), in_out)
+
+
+@contextlib.contextmanager
+def _opened(path: Path) -> Iterator[BufferedReader]:
+    """``path`` open for reading: a regular file, never reached through a symlink."""
     try:
-        found = os.lstat(path)
+        fd = open_regular(path, follow_symlinks=False)
+    except NotARegularFile as e:
+        raise MergeError(f"{path}: {e.strerror}; merge takes only the shard's own files") from None
     except OSError as e:
         raise MergeError(f"{path}: {e.strerror}; the shard is incomplete") from None
-    if not path.is_file() or path.is_symlink() or found.st_size != size:
-        raise MergeError(f"{path}: expected a file of {size} bytes as index.json says")
-    return item
+    with os.fdopen(fd, "rb") as file:
+        yield file
 
 
-def _gather(parts: list[_Part], out: Path, index: dict[str, Any], names: list[str]) -> None:
+def _own_file(file: BufferedReader, path: Path, target: Path | None) -> os.stat_result:
+    """The open file's status, when it has no hard link but its name in the shard (and
+    its name at ``target``, where an earlier merge linked it): another link may be any
+    file of the machine, which OUT would then share."""
+    found = os.fstat(file.fileno())
+    allowed = 1
+    if target is not None:
+        with contextlib.suppress(OSError):
+            if _identity(os.lstat(target)) == _identity(found):
+                allowed = 2
+    if found.st_nlink > allowed:
+        raise MergeError(
+            f"{path}: has {found.st_nlink - 1} other hard link(s), so it may be a file of "
+            "the machine rather than the shard's; merge takes only the shard's own files "
+            "(copy the shard without links, or build it again)"
+        )
+    return found
+
+
+def _identity(found: os.stat_result) -> tuple[int, int]:
+    return found.st_dev, found.st_ino
+
+
+def _gather(sources: list[_Source], out: Path, index: dict[str, Any], names: list[str]) -> None:
     outdir.create(out)
     earlier = outdir.begin(out, names)
     with outdir.scratch(out) as scratch:
-        for part in parts:
-            if _same_directory(part.out, out):
-                continue
-            for item in part.files:
-                _place(part.out / item["file"], out / item["file"], Path(scratch))
+        for source in sources:
+            _place(source, Path(scratch))
     outdir.finish(out, index, names, earlier)
 
 
@@ -172,18 +240,30 @@ def _same_directory(a: Path, b: Path) -> bool:
         return False
 
 
-def _place(source: Path, target: Path, scratch: Path) -> None:
-    """``source`` at ``target``, complete or not at all: linked (or copied) into the
-    scratch directory, then renamed."""
-    partial = scratch / target.name
-    try:
+def _place(source: _Source, scratch: Path) -> None:
+    """The checked file at its target, complete or not at all: linked (or copied) into
+    the scratch directory, then renamed. Refused when its name now leads to another file."""
+    partial = scratch / source.target.name
+    with _opened(source.path) as file:
+        if _identity(_own_file(file, source.path, source.target)) != source.identity:
+            raise _replaced(source)
         try:
-            os.link(source, partial, follow_symlinks=False)
-        except OSError:
-            with contextlib.suppress(FileNotFoundError):
-                partial.unlink()
-            shutil.copyfile(source, partial, follow_symlinks=False)
-            os.chmod(partial, FILE_MODE)
-        os.replace(partial, target)
-    except OSError as e:
-        raise MergeError(f"{target}: cannot write: {e.strerror or e}") from None
+            try:
+                os.link(source.path, partial, follow_symlinks=False)
+            except OSError:  # another file system, or links not allowed: a copy of it
+                with contextlib.suppress(FileNotFoundError):
+                    partial.unlink()
+                with open(partial, "xb") as copy:
+                    shutil.copyfileobj(file, copy, 1 << 20)
+                os.chmod(partial, FILE_MODE)
+            else:  # linked by name: the name must still lead to the file checked
+                if _identity(os.lstat(partial)) != source.identity:
+                    partial.unlink()
+                    raise _replaced(source)
+            os.replace(partial, source.target)
+        except OSError as e:
+            raise MergeError(f"{source.target}: cannot write: {e.strerror or e}") from None
+
+
+def _replaced(source: _Source) -> MergeError:
+    return MergeError(f"{source.path}: replaced while merging; merge again")

@@ -154,9 +154,11 @@ def _read_json(path: Path) -> Any:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    # Checked before the file object is made: a directory opens, but is no file.
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
     with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         try:
             return json.loads(file.read(64 << 20))
         except (OSError, ValueError, RecursionError):
@@ -169,10 +171,27 @@ def read_index(out: Path) -> dict[str, Any] | None:
     return document if isinstance(document, dict) else None
 
 
+def _refuse_an_index_directory(out: Path) -> None:
+    """Refuse an ``index.json`` in ``out`` that gfxpack could neither read nor replace
+    (a directory), before anything is written there."""
+    try:
+        mode = os.lstat(out / INDEX).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise _fail(out / INDEX, "read", e) from None
+    if stat.S_ISDIR(mode):
+        raise OutputError(
+            f"{out / INDEX}: is a directory, where the build's index goes; "
+            "remove it or choose another output directory"
+        )
+
+
 def begin(out: Path, produced: Iterable[str]) -> set[str]:
     """Before anything is renamed into ``out``: record which files gfxpack wrote there
     (earlier builds' and this one's), then remove the previous index. Returns the names
     earlier builds wrote."""
+    _refuse_an_index_directory(out)
     earlier = _plain_names(_read_json(out / INDEX), "files") | _plain_names(
         _read_json(out / CLAIMS), "files"
     )

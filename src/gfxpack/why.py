@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gfxpack.formats import PackageFormat
+from gfxpack.plan.targets import sort_targets
 from gfxpack.verify import formats_in
 from gfxpack.verify.resolution import Hop, resolve, select
 from gfxpack.verify.rules import RULES, arch_of
@@ -98,9 +99,9 @@ def explain(universe: Universe, install: list[str], package: str) -> Answer:
             f"cannot install {' '.join(install)} from {universe.label}: "
             + " | ".join(resolution.problems)
         )
-    candidates = [s.id for s in select(universe, package).solvables()]
-    installed = [s for s in candidates if s in resolution.world]
-    target = installed[0] if installed else _newest(universe, candidates)
+    candidates = select(universe, package).solvables()
+    installed = [s.id for s in candidates if s.id in resolution.world]
+    target = installed[0] if installed else universe.newest(candidates).id
     answer = Answer(universe.fmt, universe.nevr(target), install, bool(installed))
     answer.required_by = _required_by(universe, target)
     if installed:
@@ -123,22 +124,6 @@ def explain(universe: Universe, install: list[str], package: str) -> Answer:
     return answer
 
 
-def _newest(universe: Universe, candidates: list[int]) -> int:
-    import solv
-
-    def compare(a: int, b: int) -> int:
-        order: int = universe.pool.evrcmp(
-            universe.name_evr(a)[1], universe.name_evr(b)[1], solv.EVRCMP_COMPARE
-        )
-        return order
-
-    best = candidates[0]
-    for candidate in candidates[1:]:
-        if compare(candidate, best) > 0:
-            best = candidate
-    return best
-
-
 def _required_by(universe: Universe, target: int) -> list[str]:
     """The repository's packages that require ``target`` (or something it provides)."""
     names = {
@@ -152,7 +137,7 @@ def _required_by(universe: Universe, target: int) -> list[str]:
 def _kept_out(universe: Universe, world: set[int], target: int, required_by: list[str]) -> str:
     name = universe.name_evr(target)[0]
     arch = arch_of(name)
-    installed_arches = sorted(
+    installed_arches = sort_targets(
         {a for s in world if (a := arch_of(universe.name_evr(s)[0])) is not None}
     )
     others = ", ".join(required_by[:6]) + (

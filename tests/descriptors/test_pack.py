@@ -436,3 +436,27 @@ def test_whatever_pack_writes_lints_and_loads(built, tmp_path_factory, choices, 
         with KpackReader.open(shard.parent / kernel["kernel_source"]["library"]) as reader:
             code = reader.read(kernel["kernel_source"]["toc_key"], arch)
         assert hashlib.sha256(code).hexdigest() == kernel["kernel_source"]["sha256"]
+
+
+DEEP = 100_000
+# A kernel list whose metadata nests DEEP levels: past any parser's recursion limit.
+DEEP_LISTS = {
+    "kernels.json": '{"kernels": [{"metadata": {"x": ' + "[" * DEEP + "]" * DEEP + "}}]}",
+    "kernels.toml": "[[kernels]]\nmetadata = { x = " + "[" * DEEP + "]" * DEEP + " }\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEEP_LISTS))
+@pytest.mark.parametrize("depth", [DEEP, 200], ids=["past-the-parser", "past-the-limit"])
+def test_a_deeply_nested_kernel_list_is_one_error_line(built, tmp_path, name, depth):
+    path = tmp_path / name
+    path.write_text(DEEP_LISTS[name].replace("[" * DEEP + "]" * DEEP, "[" * depth + "]" * depth))
+    out = tmp_path / "out"
+    args = ["descriptors", "pack", "--descriptors", str(AUTHORED), "--kernels", str(path)]
+    result = CliRunner().invoke(cli, [*args, "--code-objects", str(built), "--out", str(out)])
+    kind = "TOML" if name.endswith(".toml") else "JSON"
+    assert result.exit_code == 1, result.output
+    assert result.stderr == (
+        f"error: {path}: not a kernel list: {kind} nested more than 64 levels deep\n"
+    )
+    assert not out.exists() and not list(tmp_path.glob(".*partial*"))

@@ -138,7 +138,8 @@ DEFAULT_COMPRESSION = "zstd:9"
     type=click.FloatRange(min=0, min_open=True),
     default=10.0,
     show_default=True,
-    help="Seconds to wait for the Dask scheduler to answer.",
+    help="Seconds to wait for the Dask scheduler to answer, and for a worker while its "
+    "cluster has none (none started yet, or all gone): then the build ends with an error.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No notes and no progress, only the summary.")
 @strict_option

@@ -76,7 +76,7 @@ def loads(data: bytes | str) -> Any:
     except ValueError as e:
         raise JsoncError(str(e) or type(e).__name__) from None
     # Fewer brackets than the limit cannot nest past it: decided in C for most files.
-    if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+    if text.count("[") + text.count("{") > MAX_DEPTH and deeper_than(value, MAX_DEPTH):
         raise JsoncError(_TOO_DEEP)
     return value
 
@@ -84,7 +84,7 @@ def loads(data: bytes | str) -> Any:
 _TOO_DEEP = f"arrays and objects nested more than {MAX_DEPTH} levels deep"
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
+def deeper_than(value: Any, limit: int) -> bool:
     """Whether arrays and objects nest past ``limit`` levels (iterative: no recursion)."""
     stack = [(value, 1)] if isinstance(value, (dict, list)) else []
     while stack:

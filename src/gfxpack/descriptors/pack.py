@@ -39,13 +39,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gfxpack.descriptors.diagnostics import Diagnostics, Level
-from gfxpack.descriptors.jsonc import JsoncError, loads
+from gfxpack.descriptors.jsonc import MAX_DEPTH, JsoncError, deeper_than, loads
 from gfxpack.descriptors.lint import schema_errors
 from gfxpack.descriptors.loader import LoadResult, load_validated
 from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
 from gfxpack.descriptors.walk import descriptor_files, descriptor_suffix
 from gfxpack.errors import GfxpackError
-from gfxpack.kpack import InvalidKpack, KpackReader, write_kpack
+from gfxpack.kpack import DEFAULT_MAX_OBJECT_SIZE, InvalidKpack, KpackReader, write_kpack
 
 DEFAULT_GROUP = "hip_kernel_provider"
 DEFAULT_CODE_OBJECT = "{arch}/{toc_key}.hsaco"
@@ -136,12 +136,19 @@ def read_kernel_list(path: str | os.PathLike[str]) -> KernelList:
         raise PackError([f"{path}: cannot read the kernel list: {e.strerror or e}"]) from None
     if len(data) > MAX_LIST_BYTES:
         raise PackError([f"{path}: larger than {MAX_LIST_BYTES} bytes; not a kernel list"])
+    kind = "TOML" if path.suffix == ".toml" else "JSON"
+    too_deep = f"{path}: not a kernel list: {kind} nested more than {MAX_DEPTH} levels deep"
     try:
         text = data.decode("utf-8")
         document = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
     except (UnicodeDecodeError, ValueError) as e:
-        kind = "TOML" if path.suffix == ".toml" else "JSON"
         raise PackError([f"{path}: not valid {kind}: {e}"]) from None
+    except RecursionError:  # both parsers recurse per level
+        raise PackError([too_deep]) from None
+    # What the parsers accept below their recursion limit is still refused past the
+    # descriptors' depth, so every later step (checks, JSON writing) may recurse.
+    if deeper_than(document, MAX_DEPTH):
+        raise PackError([too_deep])
     problems: list[str] = []
     if not isinstance(document, dict):
         raise PackError([f"{path}: expected an object with a 'kernels' list"])
@@ -299,11 +306,15 @@ class CodeObjectArchives:
     """Code objects taken from existing .kpack archives, looked up by (toc_key, arch);
     the first archive given that holds one wins."""
 
-    def __init__(self, archives: Sequence[str | os.PathLike[str]]):
+    def __init__(
+        self,
+        archives: Sequence[str | os.PathLike[str]],
+        max_object_size: int = DEFAULT_MAX_OBJECT_SIZE,
+    ):
         self.readers: list[KpackReader] = []
         try:
             for archive in archives:
-                self.readers.append(KpackReader.open(archive))
+                self.readers.append(KpackReader.open(archive, max_object_size))
         except InvalidKpack as e:
             self.close()
             raise PackError([str(e)]) from None

@@ -24,7 +24,7 @@ import lzma
 import xml.etree.ElementTree as ET
 import zlib
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, reduce
 from pathlib import Path
@@ -110,6 +110,17 @@ class Universe:
 
     def nevr(self, solvable_id: int) -> str:
         return "{} ({})".format(*self.name_evr(solvable_id))
+
+    def newest(self, solvables: Iterable[solv.XSolvable]) -> solv.XSolvable:
+        """The solvable of the highest version, by the pool's rules (the first of equals).
+        The ``solv`` binding compares versions on a solvable, not on the pool."""
+        best: solv.XSolvable | None = None
+        for solvable in solvables:
+            if best is None or solvable.evrcmp(best) > 0:
+                best = solvable
+        if best is None:
+            raise ValueError("no solvables to compare")
+        return best
 
     def show_arch(self, arch: str) -> str:
         return self.fmt.shown_arch(arch)
