@@ -3,7 +3,6 @@ an earlier build; and the one-line report of anything unexpected."""
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
@@ -12,7 +11,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +24,7 @@ from gfxpack.config import load_config
 from gfxpack.formats import DEB
 from gfxpack.formats.compress import Compression
 from gfxpack.plan import plan
-from tests.conftest import EXAMPLE_CONFIG, build_example_args, generate_example
+from tests.conftest import EXAMPLE_CONFIG, build_example_args, generate_example, tmpfs
 from tests.small_tree import build as cli_build
 from tests.small_tree import make_tree, write_config
 
@@ -252,24 +250,6 @@ def test_the_next_run_removes_what_a_killed_run_left(large_artifacts, tmp_path):
 
 
 # --- a full, read-only or impossible OUT ---------------------------------------------------
-
-
-@contextlib.contextmanager
-def tmpfs(path: Path, options: str) -> Iterator[Path]:
-    """A small tmpfs mounted at ``path`` (skips where mounting is not allowed)."""
-    path.mkdir(parents=True, exist_ok=True)
-    mount = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if mount.returncode != 0:
-        pytest.skip(f"mounting a tmpfs needs root: {mount.stderr.strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 def test_a_full_disk_while_writing_packages_is_one_line(tmp_path):

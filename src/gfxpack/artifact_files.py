@@ -17,7 +17,9 @@ to either), and what gfxpack reads from it is installed by root. So:
   setuid, setgid, sticky and world-writable entries are refused unless the package sets
   ``Allow_Special_Modes``, which keeps those bits.
 
-Every problem is collected, so one run names all of them.
+Every problem is collected, so one run names all of them. ``gfxpack split`` reads
+its input by the same rules, with the same walker, since its output is packaged next
+(modes aside: split keeps them as they are, and the build decides).
 """
 
 from __future__ import annotations
@@ -138,11 +140,22 @@ def real_directory(root: str, relative: str, problems: list[str]) -> bool:
 
 
 def walk(
-    top: str, prefix: str, mtime: int, allow_special: bool, problems: list[str]
+    top: str,
+    prefix: str,
+    mtime: int,
+    allow_special: bool,
+    problems: list[str],
+    *,
+    inside: str | None = None,
 ) -> Iterator[Entry]:
     """Every entry under the real directory ``top``, installed under ``prefix``; nothing
     is followed. Entries that cannot be packaged are left out and described in
-    ``problems``. Iterative, so a deep tree cannot exhaust the stack."""
+    ``problems``. Iterative, so a deep tree cannot exhaust the stack.
+
+    A symlink must point inside ``prefix``; ``inside`` names that place in the message
+    about one that does not (default: the install prefix). The walker is shared with
+    ``gfxpack split``, whose trees are packaged later."""
+    where = inside if inside is not None else f"the install prefix {prefix}"
     pending = [(top, prefix)]
     while pending:
         directory, installed = pending.pop()
@@ -152,20 +165,31 @@ def walk(
         except OSError as e:
             problems.append(f"{printable(directory)}: cannot read: {e.strerror}")
             continue
+        below = []
         for child in children:
-            entry = _entry(child, f"{installed}/{child.name}", prefix, mtime, allow_special)
+            path = f"{installed}/{child.name}"
+            entry = _entry(child, path, prefix, where, mtime, allow_special)
             if isinstance(entry, str):
                 problems.append(f"{printable(child.path)}: {entry}")
                 continue
             yield entry
             if entry.kind == "dir":
-                pending.append((child.path, entry.path))
+                below.append((child.path, entry.path))
+        # Subdirectories in name order, each before the next sibling (as os.walk), so
+        # a split records its files in the order of the tree.
+        pending.extend(reversed(below))
 
 
 def _entry(
-    child: os.DirEntry[str], path: str, prefix: str, mtime_limit: int, allow_special: bool
+    child: os.DirEntry[str],
+    path: str,
+    prefix: str,
+    where: str,
+    mtime_limit: int,
+    allow_special: bool,
 ) -> Entry | str:
-    """The entry for one directory member, or why it cannot be packaged."""
+    """The entry for one directory member, or why it cannot be packaged; a symlink must
+    point inside ``prefix``, called ``where`` in the message when it does not."""
     problem = name_problem(child.name)
     if problem:
         return f"{problem}; dpkg and rpm accept only UTF-8 names without control characters"
@@ -185,10 +209,7 @@ def _entry(
             return f"symlink target: {problem}"
         resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
         if resolved != prefix and not resolved.startswith(prefix + "/"):
-            return (
-                f"symlink to {target!r} leaves the install prefix {prefix} "
-                "(a packaged symlink must point inside it)"
-            )
+            return f"symlink to {target!r} leaves {where} (a packaged symlink must point inside it)"
         return Entry(path, EntryKind.SYMLINK, 0o777, target=target, mtime=mtime)
     kind = EntryKind.DIR if stat.S_ISDIR(mode) else EntryKind.FILE if stat.S_ISREG(mode) else None
     if kind is None:

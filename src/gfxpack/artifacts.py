@@ -45,7 +45,16 @@ CANONICAL_THEROCK_DIR = "base_lib_generic/base/aux-overlay/stage/share/therock"
 # Manifests are small text files; anything larger is not one.
 MANIFEST_LIMIT = 16 << 20
 
-__all__ = ["ArtifactTree", "ContentCollision", "InvalidArtifacts", "route", "scan", "selects"]
+__all__ = [
+    "ArtifactTree",
+    "ContentCollision",
+    "InvalidArtifacts",
+    "artifact_directories",
+    "read_manifest",
+    "route",
+    "scan",
+    "selects",
+]
 
 
 class ContentCollision(GfxpackError, ValueError):
@@ -67,7 +76,7 @@ class ArtifactTree:
     def manifest(self, directory: str) -> tuple[str, ...]:
         """The prefixes listed in one directory's artifact_manifest.txt."""
         if directory not in self._manifests:
-            self._manifests[directory] = _read_manifest(self.root / directory / MANIFEST)
+            self._manifests[directory] = read_manifest(self.root / directory / MANIFEST)
         return self._manifests[directory]
 
 
@@ -78,7 +87,21 @@ def scan(root: str | os.PathLike[str]) -> ArtifactTree:
         raise InvalidArtifacts(f"{root}: artifacts directory does not exist")
     if not root.is_dir():
         raise InvalidArtifacts(f"{root}: not a directory")
-    directories, warnings, problems = [], [], []
+    directories, warnings = artifact_directories(root)
+    if not directories:
+        raise InvalidArtifacts(
+            f"{root}: no artifact directories (expected <name>_<component>_<target>/ "
+            f"holding {MANIFEST}, such as blas_lib_generic/)"
+        )
+    return ArtifactTree(root, tuple(directories), _kpack_split(root), tuple(warnings))
+
+
+def artifact_directories(root: Path) -> tuple[list[str], list[str]]:
+    """The artifact directories of ``root`` that hold a manifest, sorted, and warnings
+    about those that do not; one named badly or a symlink is an error (naming each)."""
+    directories: list[str] = []
+    warnings: list[str] = []
+    problems: list[str] = []
     try:
         with os.scandir(root) as listing:
             entries = sorted(listing, key=lambda e: e.name)
@@ -102,19 +125,18 @@ def scan(root: str | os.PathLike[str]) -> ArtifactTree:
             directories.append(entry.name)
     if problems:
         raise InvalidArtifacts("\n".join(problems))
-    if not directories:
-        raise InvalidArtifacts(
-            f"{root}: no artifact directories (expected <name>_<component>_<target>/ "
-            f"holding {MANIFEST}, such as blas_lib_generic/)"
-        )
-    return ArtifactTree(root, tuple(directories), _kpack_split(root), tuple(warnings))
+    return directories, warnings
 
 
-def _read_manifest(path: Path) -> tuple[str, ...]:
+def read_manifest(path: Path) -> tuple[str, ...]:
+    """The prefixes an ``artifact_manifest.txt`` lists, normalised; the file must be a
+    regular file (not a symlink) of UTF-8 lines, each a relative path inside the
+    artifact."""
+    shown = printable(str(path))
     try:
         text = read_regular(str(path), MANIFEST_LIMIT).decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InvalidArtifacts(f"{path}: cannot read: {e}") from None
+        raise InvalidArtifacts(f"{shown}: not UTF-8 text (byte {e.start})") from None
     prefixes = []
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
@@ -122,11 +144,11 @@ def _read_manifest(path: Path) -> tuple[str, ...]:
             continue
         problem = name_problem(line)
         if problem:
-            raise InvalidArtifacts(f"{path}:{number}: {line!r}: {problem}")
+            raise InvalidArtifacts(f"{shown}:{number}: {line!r}: {problem}")
         normalized = posixpath.normpath(line)
         if line.startswith("/") or normalized == ".." or normalized.startswith("../"):
             raise InvalidArtifacts(
-                f"{path}:{number}: {line!r} must be a relative path inside the artifact"
+                f"{shown}:{number}: {line!r} must be a relative path inside the artifact"
             )
         prefixes.append(normalized)
     return tuple(prefixes)

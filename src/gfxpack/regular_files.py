@@ -18,6 +18,7 @@ _FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os,
 _CHUNK = 1 << 16
 
 _KINDS = (
+    (stat.S_ISLNK, "a symlink"),  # only an lstat mode says so
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISFIFO, "a FIFO"),
     (stat.S_ISCHR, "a character device"),
@@ -51,14 +52,18 @@ def _fd_of_regular(fd: int, path: str | os.PathLike[str]) -> int:
     return fd
 
 
-def open_regular(path: str | os.PathLike[str]) -> int:
+def open_regular(
+    path: str | os.PathLike[str], follow_symlinks: bool = True, dir_fd: int | None = None
+) -> int:
     """A read-only descriptor of ``path``, which must be a regular file (symlinks to one
-    count): checked before the open, so a FIFO or device is never opened, and after it,
-    so a path swapped in between is refused too."""
-    mode = os.stat(path).st_mode
+    count, unless ``follow_symlinks`` is False): checked before the open, so a FIFO or
+    device is never opened, and after it, so a path swapped in between is refused too.
+    ``dir_fd``: ``path`` is relative to that open directory."""
+    mode = os.stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks).st_mode
     if not stat.S_ISREG(mode):
         raise _refuse(path, mode)
-    return _fd_of_regular(os.open(path, _FLAGS), path)
+    flags = _FLAGS if follow_symlinks else _FLAGS | os.O_NOFOLLOW
+    return _fd_of_regular(os.open(path, flags, dir_fd=dir_fd), path)
 
 
 def read_regular(path: str | os.PathLike[str], checked: bool = False) -> bytes:

@@ -9,7 +9,7 @@ import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, ParamSpec, TypeVar
 
 import click
 
@@ -31,6 +31,7 @@ FORMAT_NAMES = ("deb", "rpm")  # gfxpack.formats.FORMATS
 MODES = ("kpack", "single-arch")  # gfxpack.plan.Mode
 PIN_POLICIES = ("family", "exact", "minimum", "upstream")  # gfxpack.plan.PinPolicy
 VARIANTS = ("", "asan")  # gfxpack.plan.Variant
+MAX_OBJECT_SIZE = "1G"  # gfxpack.kpack.DEFAULT_MAX_OBJECT_SIZE
 
 
 def as_format(
@@ -193,3 +194,32 @@ def print_notes(
         for note in release_plan.notes:
             if note.severity is not Severity.WARNING:
                 click.echo(f"{note.severity}: {note.message}", err=True)
+
+
+class ByteSize(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
+    """A size in bytes: 1073741824, 512M, 2G, 2GiB (powers of 1024)."""
+
+    name = "SIZE"
+    _UNITS: ClassVar[dict[str, int]] = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
+    _SYNTAX = re.compile(r"^\s*(\d+)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        match = self._SYNTAX.match(str(value))
+        if match is None or int(match[1]) == 0:
+            self.fail(f"{value!r}: expected a size such as 1073741824, 512M or 2G", param, ctx)
+        return int(match[1]) << self._UNITS[match[2].lower()]
+
+
+def max_object_size_option(command: Callable[P, R]) -> Callable[P, R]:
+    """``--max-object-size``: one name, one default, for every command that reads code
+    objects (split, join, kpack, kpack resolve, descriptors)."""
+    return click.option(
+        "--max-object-size",
+        type=ByteSize(),
+        default=MAX_OBJECT_SIZE,
+        show_default=True,
+        help="Refuse any code object (or decompressed offload bundle) larger than this "
+        "before reading it: a forged size must not cost memory. Accepts K, M, G suffixes.",
+    )(command)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from gfxpack.cli.common import reports_errors
+from gfxpack.cli.common import max_object_size_option, reports_errors
 from gfxpack.cli.lazy import LazyGroup, Subcommand
 from gfxpack.errors import GfxpackError
 
@@ -121,6 +121,7 @@ def _registry(symbols: str | None) -> SymbolRegistry | None:
     help="Exit 1 when any WARN or ERROR diagnostic was raised (without it the exit "
     "status is 0, as the provider loads what it can).",
 )
+@max_object_size_option
 @reports_errors
 def list_engines(
     roots: tuple[str, ...],
@@ -131,6 +132,7 @@ def list_engines(
     as_json: bool,
     level: str,
     strict: bool,
+    max_object_size: int,
 ) -> None:
     """Each engine the provider would load: ids, packs and kernels, then diagnostics.
 
@@ -154,6 +156,7 @@ def list_engines(
         os.environ.get("HIPDNN_DISABLE_ENGINES"),
         EngineNames(),
         diags,
+        max_object_size,
     )
     threshold = Level.parse(level)
     engines = engines_json(result.sets, device)
@@ -226,14 +229,17 @@ def _source_text(kernel: dict[str, Any]) -> str:
 )
 @click.option("--symbols", type=click.Path(dir_okay=False), help="Symbol registry file.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@max_object_size_option
 @reports_errors
-def lint_command(roots: tuple[str, ...], symbols: str | None, as_json: bool) -> None:
+def lint_command(
+    roots: tuple[str, ...], symbols: str | None, as_json: bool, max_object_size: int
+) -> None:
     """Check every file against the shipped JSON Schemas, report the lowest version each
     needs, then run the loader; exit 1 on any ERROR."""
     from gfxpack import views
     from gfxpack.descriptors.lint import lint
 
-    result = lint([os.fspath(r) for r in roots], _registry(symbols))
+    result = lint([os.fspath(r) for r in roots], _registry(symbols), max_object_size)
     errors = result.problems
     if as_json:
         click.echo(views.dumps(result.to_json()), nl=False)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from gfxpack.cli.common import reports_errors
+from gfxpack.cli.common import max_object_size_option, reports_errors
 
 if TYPE_CHECKING:
     from gfxpack.descriptors.pack import CodeObjects
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 )
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@max_object_size_option
 @reports_errors
 def pack_command(
     authored: str,
@@ -72,6 +73,7 @@ def pack_command(
     symbols: str | None,
     force: bool,
     as_json: bool,
+    max_object_size: int,
 ) -> None:
     """Package kernels and their descriptors per GPU arch, as a provider installs them.
 
@@ -88,7 +90,9 @@ def pack_command(
     from gfxpack.descriptors.pack import CodeObjectArchives, CodeObjectFiles, pack
 
     source: CodeObjects = (
-        CodeObjectArchives(archives) if archives else CodeObjectFiles(code_objects or "")
+        CodeObjectArchives(archives, max_object_size)
+        if archives
+        else CodeObjectFiles(code_objects or "")
     )
     try:
         result = pack(

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from gfxpack.cli.common import reports_errors
+from gfxpack.cli.common import max_object_size_option, reports_errors
 from gfxpack.errors import GfxpackError
 
 if TYPE_CHECKING:
@@ -28,33 +27,6 @@ DEFAULT_LEVEL = 3
 @click.group("kpack")
 def kpack_group() -> None:
     """Create, list, extract and verify .kpack device-code archives."""
-
-
-class ByteSize(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
-    """A size in bytes: 1073741824, 512M, 2G, 2GiB (powers of 1024)."""
-
-    name = "SIZE"
-    _UNITS: ClassVar[dict[str, int]] = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
-    _SYNTAX = re.compile(r"^\s*(\d+)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            return value
-        match = self._SYNTAX.match(str(value))
-        if match is None or int(match[1]) == 0:
-            self.fail(f"{value!r}: expected a size such as 1073741824, 512M or 2G", param, ctx)
-        return int(match[1]) << self._UNITS[match[2].lower()]
-
-
-def _max_object_size(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--max-object-size",
-        type=ByteSize(),
-        default="1G",
-        show_default=True,
-        help="Refuse any code object larger than this (its TOC entry's original_size), "
-        "before reading it: a forged size must not cost memory. Accepts K, M, G suffixes.",
-    )(command)
 
 
 def _open(archive: str, max_object_size: int) -> kpack.KpackReader:
@@ -143,7 +115,7 @@ def kpack_create(
 @kpack_group.command("list")
 @click.argument("archive", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
-@_max_object_size
+@max_object_size_option
 @reports_errors
 def kpack_list(archive: str, as_json: bool, max_object_size: int) -> None:
     """List the code objects of an archive with their sizes and sha256 digests.
@@ -210,7 +182,7 @@ def _list_text(
     type=click.Path(dir_okay=False),
     help="Write here, atomically (default: standard output, when it is not a terminal).",
 )
-@_max_object_size
+@max_object_size_option
 @reports_errors
 def kpack_extract(
     archive: str, toc_key: str, arch: str | None, output: str | None, max_object_size: int
@@ -248,7 +220,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 @kpack_group.command("verify")
 @click.argument("archives", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@_max_object_size
+@max_object_size_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 @reports_errors
 def kpack_verify(archives: tuple[str, ...], max_object_size: int, as_json: bool) -> None:

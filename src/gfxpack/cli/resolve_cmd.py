@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import click
 
-from gfxpack.cli.common import reports_errors
+from gfxpack.cli.common import max_object_size_option, reports_errors
 
 
 @click.command("resolve")
@@ -16,8 +18,11 @@ from gfxpack.cli.common import reports_errors
     "--out", type=click.Path(file_okay=False), help="Write each code object here as <index>.hsaco."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@max_object_size_option
 @reports_errors
-def kpack_resolve(binary: str, arch: str, out: str | None, as_json: bool) -> None:
+def kpack_resolve(
+    binary: str, arch: str, out: str | None, as_json: bool, max_object_size: int
+) -> None:
     """Find each code object of a split BINARY for a device, as the kpack runtime would.
 
     Search paths in the binary are resolved against its directory, @GFXARCH@
@@ -26,22 +31,43 @@ def kpack_resolve(binary: str, arch: str, out: str | None, as_json: bool) -> Non
     searched first. A missing archive and a missing arch are different errors.
     """
     from gfxpack import views
-    from gfxpack.fatbin.resolve import resolve
+    from gfxpack.fatbin.resolve import each_code_object
 
-    found = resolve(binary, arch)
+    rows: list[tuple[int, dict[str, Any]]] = []
+    written: dict[int, Path] = {}  # co_index -> its file, written once
+    last: tuple[bytes, Path] | None = None  # the object last written, and where
     if out:
         Path(out).mkdir(parents=True, exist_ok=True)
-        for item in found:
-            (Path(out) / f"{item.index}.hsaco").write_bytes(item.code)
+    # One code object at a time: what is written is dropped before the next is read.
+    for item in each_code_object(binary, arch, max_object_size=max_object_size):
+        if out and item.index not in written:
+            destination = Path(out) / f"{item.index}.hsaco"
+            _write(destination, item.code, last[1] if last and last[0] is item.code else None)
+            written[item.index] = destination
+            last = (item.code, destination)
+        row = {"index": item.index, "key": item.key, "arch": item.arch,
+               "archive": str(item.archive), "size": len(item.code)}  # fmt: skip
+        rows.append((item.wrapper, row))
+    rows.sort(key=lambda pair: pair[0])
     if as_json:
-        rows = [
-            {"index": f.index, "key": f.key, "arch": f.arch, "archive": str(f.archive),
-             "size": len(f.code)}
-            for f in found
-        ]  # fmt: skip
-        click.echo(views.dumps({"binary": binary, "arch": arch, "code_objects": rows}), nl=False)
+        found = [row for _, row in rows]
+        click.echo(views.dumps({"binary": binary, "arch": arch, "code_objects": found}), nl=False)
         return
-    for item in found:
+    for _, row in rows:
         click.echo(
-            f"{item.index}: {item.key} [{item.arch}] in {item.archive} ({len(item.code):,} bytes)"
+            f"{row['index']}: {row['key']} [{row['arch']}] in {row['archive']} "
+            f"({row['size']:,} bytes)"
         )
+
+
+def _write(destination: Path, code: bytes, same_as: Path | None) -> None:
+    """Write one object atomically (a link planted at ``destination`` is replaced, not
+    followed); an object already written under another index is hard-linked to it, so
+    the output grows with the objects stored, not with the wrappers asking for them."""
+    from gfxpack._io import atomic_path, write_atomically
+
+    if same_as is None:
+        write_atomically(destination, code)
+        return
+    with atomic_path(destination) as partial:
+        os.link(same_as, partial)

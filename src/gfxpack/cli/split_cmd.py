@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from gfxpack.cli.common import reports_errors
+from gfxpack.cli.common import max_object_size_option, reports_errors
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 )  # fmt: skip
 @click.option("--force", is_flag=True, help="Replace OUT if it is an earlier split's output.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@max_object_size_option
 @reports_errors
 def split(
     source: str,
@@ -50,6 +51,7 @@ def split(
     jobs: int,
     force: bool,
     as_json: bool,
+    max_object_size: int,
 ) -> None:
     """Split the fat binaries of IN into host files and one .kpack archive per GPU arch.
 
@@ -63,7 +65,7 @@ def split(
     """
     from gfxpack.fatbin.split import split_tree
 
-    report = split_tree(source, out, name, kpack_dir, jobs, force)
+    report = split_tree(source, out, name, kpack_dir, jobs, force, max_object_size)
     if as_json:
         # The format of gfxpack's other --json outputs (views.dumps), without importing them.
         click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False) + "\n", nl=False)
@@ -78,12 +80,14 @@ def split(
 def summary_table(report: SplitReport) -> Table:
     from rich.table import Table
 
+    from gfxpack.plan.targets import target_order
+
     table = Table("part", "files", "bytes", "archive", title=f"{report.out}")
     table.add_row(
         "fat binaries", str(report.binaries), f"{report.fat_bytes:,}", "", end_section=True
     )
     table.add_row("host parts", str(report.binaries), f"{report.host_bytes:,}", "")
-    for arch, totals in sorted(report.arches.items()):
+    for arch, totals in sorted(report.arches.items(), key=lambda a: target_order(a[0])):
         table.add_row(
             arch,
             f"{totals.code_objects} code objects"
@@ -105,14 +109,21 @@ def summary_table(report: SplitReport) -> Table:
 @click.argument("split_dir", metavar="SPLIT", type=click.Path(exists=True, file_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output directory.")
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+@max_object_size_option
 @reports_errors
-def join(split_dir: str, out: str, force: bool) -> None:
+def join(split_dir: str, out: str, force: bool, max_object_size: int) -> None:
     """Rebuild the input of 'gfxpack split' from its output, byte for byte.
 
     Each host file gets its device code back from the archives; every joined
-    binary is checked against the sha256 its original had.
+    binary is checked against the sha256 its original had, and the other files are
+    copied from SPLIT. Nothing SPLIT's record names is followed or written outside
+    OUT: paths must stay inside SPLIT and OUT, symlinks are never followed, and a
+    symlink is recreated only when it points inside OUT.
     """
     from gfxpack.fatbin.join import join_tree
 
-    joined = join_tree(split_dir, out, force)
-    click.echo(f"wrote {out}: {joined} binaries joined, each identical to its original")
+    joined = join_tree(split_dir, out, force, max_object_size)
+    click.echo(
+        f"wrote {out}: {joined} binaries joined, each checked identical to its original "
+        "(sha256); the other files are copies of the split's"
+    )

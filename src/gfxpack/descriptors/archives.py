@@ -12,7 +12,7 @@ import os
 from types import TracebackType
 from typing import Protocol
 
-from gfxpack.kpack import InvalidKpack, KpackReader
+from gfxpack.kpack import DEFAULT_MAX_OBJECT_SIZE, InvalidKpack, KpackReader
 
 
 class ArchiveSource(Protocol):
@@ -32,10 +32,11 @@ class ArchiveSource(Protocol):
 
 class KpackArchives:
     """Archives on disk, each opened and read once per resolution; close() (or a ``with``
-    block) closes them."""
+    block) closes them. No code object larger than ``max_object_size`` is read."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_object_size: int = DEFAULT_MAX_OBJECT_SIZE) -> None:
         self._readers: dict[str, KpackReader | str] = {}
+        self._max_object_size = max_object_size
 
     def __enter__(self) -> KpackArchives:
         return self
@@ -54,7 +55,7 @@ class KpackArchives:
     def _reader(self, path: str) -> KpackReader:
         if path not in self._readers:
             try:
-                self._readers[path] = KpackReader.open(path)
+                self._readers[path] = KpackReader.open(path, self._max_object_size)
             except InvalidKpack as e:
                 self._readers[path] = e.problem
         found = self._readers[path]

@@ -24,6 +24,7 @@ from gfxpack.descriptors.jsonc import JsoncError, loads
 from gfxpack.descriptors.loader import LoadResult, load_validated
 from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
 from gfxpack.descriptors.walk import descriptor_files
+from gfxpack.kpack import DEFAULT_MAX_OBJECT_SIZE
 from gfxpack.regular_files import read_regular
 
 if TYPE_CHECKING:
@@ -159,10 +160,13 @@ class LintResult:
 
 
 def lint(
-    roots: Sequence[str | os.PathLike[str]], registry: SymbolRegistry | None = None
+    roots: Sequence[str | os.PathLike[str]],
+    registry: SymbolRegistry | None = None,
+    max_object_size: int = DEFAULT_MAX_OBJECT_SIZE,
 ) -> LintResult:
-    """Schema-check every descriptor file under the roots, then load them."""
-    load = load_validated(roots, registry, names=EngineNames())
+    """Schema-check every descriptor file under the roots, then load them (reading no
+    kpack code object larger than ``max_object_size``)."""
+    load = load_validated(roots, registry, names=EngineNames(), max_object_size=max_object_size)
     files = []
     for root in roots:
         for path, suffix in descriptor_files(Path(root), type(load.diagnostics)()):

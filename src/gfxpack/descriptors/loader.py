@@ -29,6 +29,7 @@ from gfxpack.descriptors.resolve import (
 )
 from gfxpack.descriptors.types import KernelDescriptor, arch_overlaps, device_base
 from gfxpack.descriptors.walk import descriptor_files
+from gfxpack.kpack import DEFAULT_MAX_OBJECT_SIZE
 
 OWNER = "gfxpack.descriptors"
 
@@ -98,13 +99,15 @@ def load_descriptor_sets(
     roots: Sequence[str | os.PathLike[str]],
     disabled: str | None = None,
     diags: Diagnostics | None = None,
+    max_object_size: int = DEFAULT_MAX_OBJECT_SIZE,
 ) -> LoadResult:
     """Resolve the descriptors under ``roots`` into per-engine sets (no symbol checks).
-    ``disabled`` is HIPDNN_DISABLE_ENGINES' value."""
+    ``disabled`` is HIPDNN_DISABLE_ENGINES' value; no kpack code object larger than
+    ``max_object_size`` is read."""
     diags = diags if diags is not None else Diagnostics()
     paths = [Path(r) for r in roots]
     catalog = build_catalog(paths, diags)
-    with KpackArchives() as archives:
+    with KpackArchives(max_object_size) as archives:
         sets = Resolver(catalog, diags, archives, disabled).run()
     return LoadResult(paths, sets, diags, catalog)
 
@@ -115,13 +118,19 @@ def load_validated(
     disabled: str | None = None,
     names: EngineNames | None = None,
     diags: Diagnostics | None = None,
+    max_object_size: int = DEFAULT_MAX_OBJECT_SIZE,
 ) -> LoadResult:
     """Load, resolve and validate: only engines that would construct are returned.
     ``names`` is the engine-name registry engines are registered in (a provider
     process keeps one); without it, a fresh one for this load."""
     with paused_gc():
         return _load_validated(
-            roots, registry, disabled, names if names is not None else EngineNames(), diags
+            roots,
+            registry,
+            disabled,
+            names if names is not None else EngineNames(),
+            diags,
+            max_object_size,
         )
 
 
@@ -135,8 +144,9 @@ def _load_validated(
     disabled: str | None,
     names: EngineNames,
     diags: Diagnostics | None,
+    max_object_size: int,
 ) -> LoadResult:
-    result = load_descriptor_sets(roots, disabled, diags)
+    result = load_descriptor_sets(roots, disabled, diags, max_object_size)
     diags = result.diagnostics
     if registry is None:
         diags.info("D510", None, "no symbol registry supplied; symbol checks skipped")

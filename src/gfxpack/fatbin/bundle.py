@@ -14,6 +14,14 @@ magic is never searched for: ``CCOB`` can occur inside compressed data).
 
 Everything is bounds-checked; a problem raises :class:`BundleError` with a
 sentence the caller prefixes with the file and bundle index.
+
+Nothing a header states sizes an allocation. A bundle may hold nothing larger
+than ``max_size`` (the limit a .kpack reader applies to one code object, the
+same ``--max-object-size``): a CCOB header stating more is refused before a
+byte is decompressed, and what it does state is only the most the stream may
+produce. The stream is decompressed a few input bytes at a time, so output
+grows with what the data really holds and stops as soon as it passes the
+stated size; one that ends short of it is refused too.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import zstandard
 
 from gfxpack.fatbin import elf
 from gfxpack.fatbin.targets import TargetId, flags_disagreement
+from gfxpack.kpack import DEFAULT_MAX_OBJECT_SIZE
 
 MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 CCOB = b"CCOB"
@@ -93,20 +102,30 @@ class Bundle:
         return data[obj.offset : obj.offset + obj.size]
 
 
-def parse(section: memoryview, offset: int) -> Bundle:
-    """The bundle starting ``offset`` bytes into ``section``."""
+def parse(section: memoryview, offset: int, max_size: int = DEFAULT_MAX_OBJECT_SIZE) -> Bundle:
+    """The bundle starting ``offset`` bytes into ``section``; neither it (decompressed)
+    nor any of its code objects may exceed ``max_size`` bytes."""
     if offset < 0 or offset >= len(section):
         raise BundleError(f"starts at {offset}, outside the section ({len(section)} bytes)")
     view = section[offset:]
     if bytes(view[:4]) == CCOB:
-        return _parse_compressed(view, offset)
+        return _parse_compressed(view, offset, max_size)
     if bytes(view[: len(MAGIC)]) != MAGIC:
         raise BundleError(f"bad magic {bytes(view[:24])!r}, expected {MAGIC.decode()} or CCOB")
-    length, hosts, objects = _parse_uncompressed(view)
+    length, hosts, objects = _parse_uncompressed(view, max_size)
     return Bundle(offset, length, None, None, hosts, objects, view[:length], length)
 
 
-def _parse_uncompressed(view: memoryview) -> tuple[int, tuple[str, ...], tuple[CodeObject, ...]]:
+def _over_limit(what: str, size: int, max_size: int) -> BundleError:
+    return BundleError(
+        f"{what} {size:,} bytes, more than the limit of {max_size:,} bytes per code object "
+        "(--max-object-size); refusing to read it"
+    )
+
+
+def _parse_uncompressed(
+    view: memoryview, max_size: int
+) -> tuple[int, tuple[str, ...], tuple[CodeObject, ...]]:
     """(length, host triples, code objects) of an uncompressed bundle in ``view``."""
     position = len(MAGIC)
     count = _unpack(U64, view, position, "entry count")[0]
@@ -141,6 +160,9 @@ def _parse_uncompressed(view: memoryview) -> tuple[int, tuple[str, ...], tuple[C
             hosts.append(triple)
             continue
         target = _device_target(triple, number)
+        if size > max_size:
+            # Its archive could not be read back with the same limit.
+            raise _over_limit(f"entry {number} ({triple}) is", size, max_size)
         code = view[entry_offset : entry_offset + size]
         check_code_object(code, target, f"entry {number} ({triple})")
         objects.append(CodeObject(triple, target, entry_offset, size))
@@ -179,7 +201,7 @@ def check_code_object(code: memoryview, target: TargetId, where: str) -> None:
         raise BundleError(f"{where}: {problem}")
 
 
-def _parse_compressed(view: memoryview, offset: int) -> Bundle:
+def _parse_compressed(view: memoryview, offset: int, max_size: int) -> Bundle:
     _magic, version, method = _unpack(CCOB_HEAD, view, 0, "CCOB header")
     if version not in CCOB_SIZES:
         raise BundleError(f"CCOB version {version}, expected 1, 2 or 3")
@@ -197,6 +219,8 @@ def _parse_compressed(view: memoryview, offset: int) -> Bundle:
                 f"CCOB total size {total} does not fit (header {header_size}, "
                 f"{len(view)} bytes left in the section)"
             )
+    if uncompressed > max_size:
+        raise _over_limit("CCOB header states an uncompressed size of", uncompressed, max_size)
     payload = view[header_size : total if total is not None else len(view)]
     data, consumed = _decompress(METHODS[method], payload, uncompressed)
     if total is not None and consumed != len(payload):
@@ -206,7 +230,7 @@ def _parse_compressed(view: memoryview, offset: int) -> Bundle:
         )
     if bytes(data[: len(MAGIC)]) != MAGIC:
         raise BundleError("CCOB payload does not decompress to an offload bundle")
-    _length, hosts, objects = _parse_uncompressed(memoryview(data))
+    _length, hosts, objects = _parse_uncompressed(memoryview(data), max_size)
     length = header_size + consumed
     return Bundle(
         offset, length, METHODS[method], version, hosts, objects, view[:length], uncompressed,
@@ -216,7 +240,9 @@ def _parse_compressed(view: memoryview, offset: int) -> Bundle:
 
 def _decompress(method: str, payload: memoryview, expected: int) -> tuple[bytearray, int]:
     """The decompressed bytes of the first stream in ``payload`` (exactly ``expected``
-    long) and how many payload bytes it used; never more output than ``expected``."""
+    long) and how many payload bytes it used. Output grows only as the stream
+    produces it (``expected`` is checked, never allocated), by at most a little
+    more than ``expected``."""
     if method == "zstd":
         decoder: zlib._Decompress | zstandard.ZstdDecompressionObj = (
             zstandard.ZstdDecompressor().decompressobj()

@@ -8,6 +8,21 @@ whose addend is the bundle's address, so that addend is what counts.
 
 The file is memory-mapped: bundles are views of it, nothing is copied until a
 code object is written out.
+
+What one file costs to read is bounded by its size, whatever it claims:
+
+- each bundle is parsed once however many wrappers point at it, and bundles
+  may not overlap, so uncompressed ones add up to at most the section;
+- a compressed bundle may decompress to at most ``max_object_size`` bytes (see
+  :mod:`~gfxpack.fatbin.bundle`), and all of a file's compressed bundles
+  together to at most ``max(max_object_size, EXPANSION * file size)``: real
+  bundles compress by a single-digit factor, a zstd bomb by thousands, and a
+  file of a hundred bombs each under the limit would otherwise cost a hundred
+  times the limit in work;
+- wrappers that share a bundle share its code objects (:attr:`Device.co_index`),
+  so a split stores them once, not once per wrapper;
+- a wrapper record must lie outside the ELF header and the program and section
+  header tables: rewriting it there would corrupt the host file.
 """
 
 from __future__ import annotations
@@ -22,12 +37,15 @@ from pathlib import Path
 from types import TracebackType
 
 from gfxpack.fatbin import InvalidFatBinary, bundle, elf
+from gfxpack.kpack import DEFAULT_MAX_OBJECT_SIZE
 
 FATBIN = ".hip_fatbin"
 WRAPPERS = ".hipFatBinSegment"
 WRAPPER = struct.Struct("<IIQQ")
 HIPF, HIPK = 0x48495046, 0x4B504948
 BINARY_FIELD = 8  # offset of ``binary`` in a wrapper
+# How many times its size a file's compressed bundles may expand to, in all (see above).
+EXPANSION = 256
 
 
 @dataclass(frozen=True)
@@ -42,20 +60,35 @@ class Wrapper:
 
 @dataclass(frozen=True)
 class Device:
-    """A wrapper with the bundle it points at."""
+    """A wrapper with the bundle it points at. ``co_index`` is the index of the first
+    wrapper pointing at that bundle: the bundle's code objects are stored under it
+    once, and every wrapper sharing the bundle asks for them by it."""
 
     wrapper: Wrapper
     bundle: bundle.Bundle
+    co_index: int
+
+    @property
+    def first(self) -> bool:
+        """Whether this wrapper is the first to point at its bundle."""
+        return self.co_index == self.wrapper.index
 
 
 class FatBinary:
     """One ELF file mapped read-only. ``devices`` is empty when it carries no device
     code; ``unsplittable`` says why a ``.hip_fatbin`` cannot be split (no wrappers).
-    With ``split=True`` only the wrappers of an already split binary are read."""
+    With ``split=True`` only the wrappers of an already split binary are read.
+    ``max_object_size`` bounds each decompressed bundle and code object (see above)."""
 
-    def __init__(self, path: str | os.PathLike[str], split: bool = False):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        split: bool = False,
+        max_object_size: int = DEFAULT_MAX_OBJECT_SIZE,
+    ):
         self.path = Path(path)
         self._split = split  # a split binary: read its wrappers only
+        self.max_object_size = max_object_size
         self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()
         self._map: mmap.mmap | None = None
         self.elf: elf.ElfFile | None = None
@@ -140,11 +173,19 @@ class FatBinary:
                     relocations[r_offset] = (entry_at, r_info & 0xFFFFFFFF, r_addend)
         except elf.ElfError as e:
             raise InvalidFatBinary(self.path, str(e)) from None
+        headers = self._header_tables()
         wrappers = []
         for index in range(section.size // WRAPPER.size):
             offset = section.offset + index * WRAPPER.size
             magic, version, binary, reserved = WRAPPER.unpack_from(self.view, offset)
             where = f"wrapper {index} of {WRAPPERS}"
+            for first, last, what in headers:
+                if offset < last and first < offset + WRAPPER.size:
+                    raise InvalidFatBinary(
+                        self.path,
+                        f"{where} (file offset {offset:#x}, {WRAPPER.size} bytes) overlaps "
+                        f"{what} ({first:#x}-{last:#x}); a wrapper lies in its own data section",
+                    )
             if magic not in (HIPF, HIPK) or version != 1:
                 raise InvalidFatBinary(
                     self.path,
@@ -165,6 +206,16 @@ class FatBinary:
             wrappers.append(Wrapper(index, offset, magic, binary, reserved, entry))
         return wrappers
 
+    def _header_tables(self) -> list[tuple[int, int, str]]:
+        """(first, last) file offsets of the ELF header and the header tables."""
+        assert self.elf is not None
+        head = self.elf.header
+        return [
+            (0, elf.EHDR.size, "the ELF header"),
+            (head.phoff, head.phoff + head.phnum * elf.PHDR.size, "the program header table"),
+            (head.shoff, head.shoff + head.shnum * elf.SHDR.size, "the section header table"),
+        ]
+
     def _read_bundles(self) -> list[Device]:
         assert self.elf is not None and self.fatbin is not None
         fatbin = self.fatbin
@@ -173,7 +224,9 @@ class FatBinary:
         except elf.ElfError as e:
             raise InvalidFatBinary(self.path, str(e)) from None
         devices: list[Device] = []
-        parsed: dict[int, bundle.Bundle] = {}
+        parsed: dict[int, tuple[bundle.Bundle, int]] = {}  # start -> (bundle, first wrapper)
+        budget = max(self.max_object_size, EXPANSION * self.elf.size)
+        expanded = 0  # bytes the compressed bundles decompressed to so far
         for wrapper in self.wrappers:
             start = wrapper.binary - fatbin.addr
             if not 0 <= start < fatbin.size:
@@ -184,12 +237,25 @@ class FatBinary:
                     wrapper.index,
                 )
             if start not in parsed:
+                at = f"the bundle is at file offset {fatbin.offset + start:#x}"
                 try:
-                    parsed[start] = bundle.parse(section, start)
+                    found = bundle.parse(section, start, self.max_object_size)
                 except bundle.BundleError as e:
-                    raise InvalidFatBinary(self.path, str(e), wrapper.index) from None
-            devices.append(Device(wrapper, parsed[start]))
-        ordered = sorted(parsed.values(), key=lambda b: b.offset)
+                    raise InvalidFatBinary(self.path, f"{e}; {at}", wrapper.index) from None
+                if found.compression is not None:
+                    expanded += found.uncompressed_size
+                    if expanded > budget:
+                        raise InvalidFatBinary(
+                            self.path,
+                            f"its compressed bundles decompress to more than {budget:,} bytes "
+                            f"in all ({EXPANSION} times the file's size, or --max-object-size "
+                            f"if larger); refusing to read further; {at}",
+                            wrapper.index,
+                        )
+                parsed[start] = (found, wrapper.index)
+            found, co_index = parsed[start]
+            devices.append(Device(wrapper, found, co_index))
+        ordered = sorted((b for b, _ in parsed.values()), key=lambda b: b.offset)
         for before, after in itertools.pairwise(ordered):
             if before.offset + before.length > after.offset:
                 index = next(d.wrapper.index for d in devices if d.bundle is after)

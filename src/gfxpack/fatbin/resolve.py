@@ -1,6 +1,6 @@
 """Find a split binary's code objects the way ROCm's kpack runtime does.
 
-For each wrapper (marked ``HIPK``, ``reserved1`` = its index) the runtime reads
+For each wrapper (marked ``HIPK``, ``reserved1`` = its co_index) the runtime reads
 the ``.rocm_kpack_ref`` MessagePack the wrapper points at, and builds the
 archive list: ``ROCM_KPACK_PATH`` (colon-separated .kpack paths) replaces it
 entirely; otherwise ``ROCM_KPACK_PATH_PREFIX`` comes first, then each embedded
@@ -11,13 +11,24 @@ first existing archive that lists the arch is asked for
 ``<kernel_name>#<index>``. No archive at all and no archive with the arch are
 distinct errors (the runtime's codes 13 and 14). ``ROCM_KPACK_DISABLE`` turns
 the lookup off.
+
+What a lookup costs grows with the inputs, not with how often a binary repeats
+itself: each reference is parsed once however many wrappers point at it, and
+references may not overlap, so together they are no longer than the file; a
+reference's archive list is built once, and each archive file opened once
+however many paths name it; each (reference, co_index) is looked up once; and
+each stored object is decompressed once (no larger than
+``max_object_size``) and held only while it is handed out, one at a time
+(:func:`each_code_object`).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import posixpath
-from collections.abc import Mapping
+import stat
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +42,7 @@ from gfxpack.fatbin.targets import TargetId
 
 PLACEHOLDER = "@GFXARCH@"
 MAX_REFERENCE = 64 * 1024  # the runtime parses at most this much
+SHOWN = 5  # archives an error names before saying how many more it tried
 
 
 class ResolveError(GfxpackError, ValueError):
@@ -47,11 +59,12 @@ class ArchNotFound(ResolveError):
 
 @dataclass(frozen=True)
 class Found:
-    index: int
+    index: int  # the wrapper's co_index
     key: str
     arch: str  # the form that matched
     archive: Path
-    code: bytes
+    code: bytes  # one object shared by every wrapper that asks for the same stored object
+    wrapper: int = 0  # the wrapper's place in .hipFatBinSegment
 
 
 @dataclass(frozen=True)
@@ -61,8 +74,13 @@ class Reference:
 
 
 def read_references(binary: str | os.PathLike[str]) -> list[tuple[int, Reference]]:
-    """(co_index, reference) of every HIPK wrapper of a split binary."""
-    path = Path(binary)
+    """(co_index, reference) of every HIPK wrapper of a split binary; wrappers that point
+    at the same address share one :class:`Reference`."""
+    return [(index, reference) for index, _, reference in _read_references(Path(binary))]
+
+
+def _read_references(path: Path) -> list[tuple[int, int, Reference]]:
+    """(co_index, file offset of the reference, reference) of every wrapper."""
     if not path.is_file():
         raise ResolveError(f"{path}: no such file")
     with FatBinary(path, split=True) as fat:
@@ -70,18 +88,32 @@ def read_references(binary: str | os.PathLike[str]) -> list[tuple[int, Reference
             raise ResolveError(f"{path}: no HIP wrappers (not a HIP binary)")
         if any(w.magic != HIPK for w in fat.wrappers):
             raise ResolveError(f"{path}: not split (its wrappers are not marked HIPK)")
+        parsed: dict[int, tuple[Reference, int, int]] = {}  # offset -> (it, length, wrapper)
         references = []
         for wrapper in fat.wrappers:
             try:
                 start = fat.elf.offset_of(wrapper.binary, 1)
             except elf.ElfError as e:
                 raise InvalidFatBinary(path, f"wrapper {wrapper.index}: {e}") from None
-            raw = bytes(fat.view[start : start + MAX_REFERENCE])
-            references.append((wrapper.reserved, _parse_reference(path, wrapper.index, raw)))
+            if start not in parsed:
+                raw = bytes(fat.view[start : start + MAX_REFERENCE])
+                parsed[start] = (*_parse_reference(path, wrapper.index, raw), wrapper.index)
+            references.append((wrapper.reserved, start, parsed[start][0]))
+        # References inside one another would each cost up to MAX_REFERENCE: refused, the
+        # references of one file cost no more than the file.
+        ordered = sorted(parsed.items())
+        for (before, (_, length, _w)), (after, (_, _l, inside)) in itertools.pairwise(ordered):
+            if before + length > after:
+                raise InvalidFatBinary(
+                    path,
+                    f"wrapper {inside}: its kpack reference (file offset {after:#x}) lies "
+                    f"inside another one (file offset {before:#x}, {length} bytes)",
+                )
         return references
 
 
-def _parse_reference(path: Path, index: int, raw: bytes) -> Reference:
+def _parse_reference(path: Path, index: int, raw: bytes) -> tuple[Reference, int]:
+    """The reference at the start of ``raw``, and how many bytes it takes."""
     unpacker = msgpack.Unpacker(raw=False, max_buffer_size=MAX_REFERENCE)
     unpacker.feed(raw)
     try:
@@ -99,7 +131,7 @@ def _parse_reference(path: Path, index: int, raw: bytes) -> Reference:
     paths = [p for p in value["kpack_search_paths"] if isinstance(p, str)]
     if not paths:
         raise InvalidFatBinary(path, f"wrapper {index}: no search path")
-    return Reference(value["kernel_name"], paths)
+    return Reference(value["kernel_name"], paths), unpacker.tell()
 
 
 def archive_paths(
@@ -125,9 +157,27 @@ def _path_list(value: str) -> list[str]:
 
 
 def resolve(
-    binary: str | os.PathLike[str], target: str, environ: Mapping[str, str] | None = None
+    binary: str | os.PathLike[str],
+    target: str,
+    environ: Mapping[str, str] | None = None,
+    max_object_size: int = kpack.DEFAULT_MAX_OBJECT_SIZE,
 ) -> list[Found]:
-    """Every wrapper's code object for a device with target id ``target``."""
+    """Every wrapper's code object for a device with target id ``target``, in wrapper
+    order. All of them are held at once: :func:`each_code_object` streams them."""
+    found = each_code_object(binary, target, environ, max_object_size)
+    return sorted(found, key=lambda item: item.wrapper)
+
+
+def each_code_object(
+    binary: str | os.PathLike[str],
+    target: str,
+    environ: Mapping[str, str] | None = None,
+    max_object_size: int = kpack.DEFAULT_MAX_OBJECT_SIZE,
+) -> Iterator[Found]:
+    """Every wrapper's code object, by archive and stored object (not by wrapper), each
+    stored object read once and held only until the next one is read. Every wrapper is
+    located in the archives' tables first: a missing archive or arch is raised before
+    anything is read."""
     environ = os.environ if environ is None else environ
     if environ.get("ROCM_KPACK_DISABLE", "0") not in ("", "0"):
         raise ResolveError("kpack loading is turned off by ROCM_KPACK_DISABLE")
@@ -136,36 +186,90 @@ def resolve(
     except ValueError as e:
         raise ResolveError(str(e)) from None
     path = Path(binary)
-    found = []
-    readers: dict[str, kpack.KpackReader | None] = {}
+    readers = _Readers(max_object_size)
     try:
-        for index, reference in read_references(path):
-            candidates = archive_paths(path, reference, arches, environ)
-            for candidate in candidates:
-                if candidate not in readers:
-                    readers[candidate] = _open(candidate)
-            present = [c for c in dict.fromkeys(candidates) if readers[c] is not None]
-            key = f"{reference.kernel_name}#{index}"
-            if not present:
-                raise ArchiveNotFound(
-                    f"{path}: wrapper {index}: no archive found; tried "
-                    + ", ".join(dict.fromkeys(candidates))
-                )
-            found.append(_find(path, index, key, arches, present, readers))
+        located = _locate(path, arches, environ, readers)
+        located.sort(key=lambda item: (item[2], item[4].ordinal, item[4].original_size))
+        stored: tuple[str, int, int] | None = None
+        code = b""
+        for wrapper, index, candidate, arch, kernel in located:
+            if (candidate, kernel.ordinal, kernel.original_size) != stored:
+                code = b""  # the previous object goes before the next is read
+                code = readers.get(candidate).read_kernel(kernel)
+                stored = (candidate, kernel.ordinal, kernel.original_size)
+            yield Found(index, kernel.toc_key, arch, Path(candidate), code, wrapper)
     finally:
-        for reader in readers.values():
+        readers.close()
+
+
+class _Readers:
+    """The archives a lookup opens: each file once, however many paths name it (a
+    reference may spell one archive a thousand ways: /proc/self/root/...)."""
+
+    def __init__(self, max_object_size: int):
+        self._max_object_size = max_object_size
+        self._by_path: dict[str, kpack.KpackReader | None] = {}
+        self._by_file: dict[tuple[int, int], kpack.KpackReader | None] = {}
+
+    def present(self, candidate: str) -> bool:
+        """Whether ``candidate`` is an archive that opens (the runtime skips others)."""
+        if candidate not in self._by_path:
+            self._by_path[candidate] = self._open(candidate)
+        return self._by_path[candidate] is not None
+
+    def _open(self, candidate: str) -> kpack.KpackReader | None:
+        try:
+            info = os.stat(candidate)
+        except OSError:
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        identity = (info.st_dev, info.st_ino)
+        if identity not in self._by_file:
+            try:
+                self._by_file[identity] = kpack.KpackReader.open(candidate, self._max_object_size)
+            except kpack.InvalidKpack:
+                self._by_file[identity] = None
+        return self._by_file[identity]
+
+    def get(self, candidate: str) -> kpack.KpackReader:
+        reader = self._by_path.get(candidate)
+        assert reader is not None, candidate
+        return reader
+
+    def close(self) -> None:
+        for reader in self._by_file.values():
             if reader is not None:
                 reader.close()
-    return found
 
 
-def _open(candidate: str) -> kpack.KpackReader | None:
-    if not os.path.isfile(candidate):
-        return None
-    try:
-        return kpack.KpackReader.open(candidate)
-    except kpack.InvalidKpack:
-        return None  # the runtime skips archives it cannot open
+def _locate(
+    path: Path, arches: list[str], environ: Mapping[str, str], readers: _Readers
+) -> list[tuple[int, int, str, str, kpack.Kernel]]:
+    """(wrapper, co_index, archive, arch, entry) of every wrapper, from the tables alone."""
+    searched: dict[int, tuple[list[str], list[str]]] = {}  # reference -> (tried, present)
+    entries: dict[tuple[int, int], tuple[str, str, kpack.Kernel]] = {}
+    located = []
+    for wrapper, (index, start, reference) in enumerate(_read_references(path)):
+        if start not in searched:
+            candidates = list(dict.fromkeys(archive_paths(path, reference, arches, environ)))
+            searched[start] = (candidates, [c for c in candidates if readers.present(c)])
+        candidates, present = searched[start]
+        if not present:
+            raise ArchiveNotFound(
+                f"{path}: wrapper {index}: no archive found; tried {_listed(candidates)}"
+            )
+        if (start, index) not in entries:
+            key = f"{reference.kernel_name}#{index}"
+            entries[start, index] = _find(path, index, key, arches, present, readers)
+        located.append((wrapper, index, *entries[start, index]))
+    return located
+
+
+def _listed(paths: list[str]) -> str:
+    """The first few of ``paths``, and how many more there are."""
+    more = f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
+    return ", ".join(paths[:SHOWN]) + more
 
 
 def _find(
@@ -174,17 +278,18 @@ def _find(
     key: str,
     arches: list[str],
     present: list[str],
-    readers: Mapping[str, kpack.KpackReader | None],
-) -> Found:
+    readers: _Readers,
+) -> tuple[str, str, kpack.Kernel]:
+    """(archive, arch, entry) of ``key``: the first archive listing an arch is the one
+    asked, the most specific arch first."""
     for arch in arches:
         for candidate in present:
-            reader = readers[candidate]
-            assert reader is not None
+            reader = readers.get(candidate)
             if arch not in reader.arches:
                 continue
-            if any(k.toc_key == key and k.arch == arch for k in reader.kernels):
-                return Found(index, key, arch, Path(candidate), reader.read(key, arch))
+            if arch in reader.arches_of(key):
+                return candidate, arch, reader.find(key, arch)
             break  # the runtime asks only the first archive listing the arch
     raise ArchNotFound(
-        f"{path}: wrapper {index}: {key} not found for {', '.join(arches)} in " + ", ".join(present)
+        f"{path}: wrapper {index}: {key} not found for {', '.join(arches)} in {_listed(present)}"
     )

@@ -11,7 +11,9 @@ What changes (and nothing else):
    becomes NOBITS (its head and tail bytes stay where they were);
 3. every wrapper's magic becomes ``HIPK``, its ``binary`` (and the addend of the
    relocation that sets it) points at ``.rocm_kpack_ref``, ``reserved1`` holds
-   its index, the runtime's ``co_index``;
+   the runtime's ``co_index``: the wrapper's index, or, for wrappers sharing one
+   bundle, the index of the first of them (the bundle's code objects are stored
+   once, under that index);
 4. the section name table and section header table, one entry longer, are
    appended at the end of the file (the old ones stay, unreferenced).
 
@@ -36,6 +38,7 @@ in gfxpack's own words.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import struct
 from collections.abc import Iterator, Mapping
@@ -264,12 +267,15 @@ def _split_binary(
     page[ref_at : ref_at + len(ref)] = ref
     ref_address = page_address + ref_at
 
-    # Patches of the original bytes: wrappers and their relocation addends.
-    patches: dict[int, bytes] = {}
-    for wrapper in fat.wrappers:
-        patches[wrapper.offset] = WRAPPER.pack(HIPK, 1, ref_address, wrapper.index)
+    # Patches of the original bytes: wrappers and their relocation addends, listed (not
+    # keyed by offset) so that two at one offset are refused below, not merged.
+    listed: list[tuple[int, bytes]] = []
+    for device in fat.devices:
+        wrapper = device.wrapper
+        listed.append((wrapper.offset, WRAPPER.pack(HIPK, 1, ref_address, device.co_index)))
         if wrapper.relocation is not None:
-            patches[wrapper.relocation + 16] = ref_address.to_bytes(8, "little", signed=True)
+            addend = ref_address.to_bytes(8, "little", signed=True)
+            listed.append((wrapper.relocation + 16, addend))
 
     # Sections: later ones move, .hip_fatbin holds no bytes, the reference is appended.
     names = next(s for i, s in enumerate(image.sections) if i == image.header.shstrndx)
@@ -288,16 +294,24 @@ def _split_binary(
     sections.append(
         elf.Section(names.size, 1, elf.SHF_ALLOC, ref_address, start + ref_at, len(ref), 0, 0, 1, 0)
     )
-    patches[0] = replace(
+    header = replace(
         image.header,
         phoff=start,
         phnum=len(segments),
         shoff=table_at,
         shnum=len(sections),
-    ).pack()
-    for offset, patch in patches.items():
+    )
+    listed.append((0, header.pack()))
+    for offset, patch in listed:
         if offset < end and offset + len(patch) > start:
             raise _fail(fat, f"bytes to patch at {offset} lie inside {fatbin.name}")
+    # Two patches over the same bytes (a wrapper or relocation over the ELF header or
+    # over each other) would write a file whose parts do not fit: refuse it.
+    listed.sort(key=lambda item: item[0])
+    for (before, patch), (after, _) in itertools.pairwise(listed):
+        if before + len(patch) > after:
+            raise _fail(fat, f"bytes to patch at {before} and at {after} overlap")
+    patches = dict(listed)
 
     _write_patched(out, data, 0, start, patches)
     out.write(page)
@@ -358,13 +372,11 @@ def _pieces(
     known, digest = digests
     base = fat.fatbin.offset
     objects: list[tuple[int, int, list[Any]]] = []
-    seen: set[int] = set()
     for device in fat.devices:
         found = device.bundle
-        if found.offset in seen or found.compression is not None:
+        if not device.first or found.compression is not None:
             continue  # a compressed bundle is kept as literal bytes
-        seen.add(found.offset)
-        key = f"{kernel_name}#{device.wrapper.index}"
+        key = f"{kernel_name}#{device.co_index}"
         for obj in found.code_objects:
             first = base + found.offset + obj.offset
             objects.append(

@@ -17,6 +17,12 @@ id. Files named for one arch (``TensileLibrary_gfx90a.co``, ``library/gfx90a/``,
 ``oclc_isa_version_90a.bc``) move to that arch's artifact unchanged. Files
 without device code are hard-linked (copied across file systems).
 
+The input is read by the rules ``gfxpack build`` reads artifacts by
+(:mod:`gfxpack.artifact_files`), all of it before anything is written: no symlink
+on the way to the content (artifact directory, manifest, its prefixes, an install
+tree's top), none followed inside it, a symlink kept only when it points inside its
+tree, UTF-8 names, only regular files, directories and symlinks.
+
 Everything is written under a temporary directory renamed to OUT at the end;
 ``gfxpack-split.msgpack`` at OUT's top records, for :mod:`gfxpack.fatbin.join`,
 where every file came from and how to undo each rewrite; ``gfxpack-split.data``
@@ -25,14 +31,15 @@ holds the long byte runs those records refer to (compressed bundles).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import posixpath
 import re
 import shutil
 import stat
+import tempfile
 from collections import deque
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +48,15 @@ from typing import Any, BinaryIO
 import msgpack
 
 from gfxpack import kpack
-from gfxpack.artifacts import MANIFEST, THEROCK_MANIFEST, _read_manifest
+from gfxpack._io import DIRECTORY_MODE
+from gfxpack.artifact_files import printable, read_regular, real_directory, walk
+from gfxpack.artifacts import (
+    MANIFEST,
+    MANIFEST_LIMIT,
+    THEROCK_MANIFEST,
+    artifact_directories,
+    read_manifest,
+)
 from gfxpack.errors import GfxpackError
 from gfxpack.fatbin import InvalidFatBinary
 from gfxpack.fatbin.bundle import CodeObject
@@ -49,6 +64,7 @@ from gfxpack.fatbin.reader import FatBinary
 from gfxpack.fatbin.rewrite import CodeDigests, NotWorthSplitting, split_binary, too_small
 from gfxpack.fatbin.targets import MACH
 from gfxpack.plan.artifact_index import ARTIFACT_DIR, GENERIC
+from gfxpack.plan.targets import target_order
 
 INDEX = "gfxpack-split.msgpack"
 LITERALS = "gfxpack-split.data"  # long literal bytes of the join records
@@ -60,6 +76,11 @@ NAME_COMPONENT = re.compile(r"^[A-Za-z][A-Za-z0-9-]*_[a-z]+$")
 _PROCESSORS = sorted((p for p in MACH if "generic" not in p), key=len, reverse=True)
 _GFX_TOKEN = re.compile(r"(?<![A-Za-z0-9])gfx([0-9]+[0-9a-z]*)")
 _ISA_BITCODE = re.compile(r"^oclc_isa_version_([0-9]+[0-9a-z]*)\.bc$")
+# The shared walker checks that a kept symlink points inside its tree by resolving it
+# under the tree's install prefix. A tree split has none yet, so it gets one no symlink
+# can name (a target with a control character is refused first): an absolute target
+# always leaves, as split cannot know where the tree will be installed.
+_NO_PREFIX = "/\x01"
 
 
 class SplitError(GfxpackError, ValueError):
@@ -100,7 +121,7 @@ class SplitReport:
                     "data_files": t.data_files,
                     "data_bytes": t.data_bytes,
                 }
-                for arch, t in sorted(self.arches.items())
+                for arch, t in sorted(self.arches.items(), key=lambda a: target_order(a[0]))
             },
             "notes": self.notes,
         }
@@ -120,13 +141,19 @@ class _Found:
         return f"{self.generic}/{self.prefix}/{self.relpath}"
 
 
+# Every entry of a content directory: (path inside it, "dir" | "file" | "symlink",
+# a symlink's target as checked), parents before their children.
+_Content = list[tuple[str, str, str | None]]
+
+
 @dataclass
 class _Job:
     """One fat artifact: where its prefixes are read from and where its parts go."""
 
     group: str  # <name>_<component>
     source: str | None  # the input directory name (TheRock), None for a plain tree
-    prefixes: list[tuple[str, Path]]  # (prefix as written in the output, content root)
+    # (prefix as written in the output, content root, what it holds)
+    prefixes: list[tuple[str, Path, _Content]]
     kpack_prefix: str  # the prefix that holds the archives
     kpack_dir: str  # archive directory relative to the install prefix
     manifest: Path | None = None  # the input's artifact_manifest.txt (TheRock)
@@ -160,8 +187,11 @@ def split_tree(
     kpack_dir: str | None = None,
     jobs: int = 1,
     force: bool = False,
+    max_object_size: int = kpack.DEFAULT_MAX_OBJECT_SIZE,
 ) -> SplitReport:
-    """Split ``source`` into ``out`` (see the module docstring)."""
+    """Split ``source`` into ``out`` (see the module docstring). No decompressed
+    bundle or code object may exceed ``max_object_size`` bytes (see
+    :class:`~gfxpack.fatbin.reader.FatBinary` for what else bounds the work)."""
     source, out = Path(source), Path(out)
     if not source.is_dir():
         raise SplitError(f"{source}: not a directory")
@@ -170,6 +200,8 @@ def split_tree(
         if kpack_dir.startswith("/") or normalized == ".." or normalized.startswith("../"):
             raise SplitError(f"--kpack-dir {kpack_dir!r}: expected a path inside the tree")
         kpack_dir = normalized
+    if out.name in ("", ".", ".."):
+        raise SplitError(f"{out}: expected the name of a directory to create")
     if out.exists() or out.is_symlink():
         if not force:
             raise SplitError(f"{out}: already exists (remove it, or replace it with --force)")
@@ -186,11 +218,18 @@ def split_tree(
         raise SplitError(f"{out}: must not be inside the input {source}")
     if resolved_out in resolved_source.parents:
         raise SplitError(f"{out}: must not contain the input {source}")
-    fat_dirs, copied_dirs = _therock_layout(source)
+    fat_dirs, copied_dirs, notes = _therock_layout(source)
+    # The whole input is read before anything is written: every problem in one run,
+    # and nothing to undo.
+    problems: list[str] = []
+    copied: list[tuple[str, _Content]] = []
+    therock_manifest = None
     if fat_dirs or copied_dirs:
         if name is not None:
             raise SplitError(f"{source}: a TheRock artifacts directory names itself; drop --name")
-        work = [_therock_job(source, d, kpack_dir) for d in fat_dirs]
+        work = [_therock_job(source, d, kpack_dir, problems) for d in fat_dirs]
+        copied = [(d, _copied_content(source, d, problems)) for d in copied_dirs]
+        therock_manifest = _read_therock_manifest(source / THEROCK_MANIFEST)
         kind = "therock"
     else:
         if name is None:
@@ -200,54 +239,123 @@ def split_tree(
             )
         if not NAME_COMPONENT.match(name):
             raise SplitError(f"--name {name!r}: expected <name>_<component>, such as sparse_lib")
+        if source.is_symlink():
+            raise SplitError(
+                f"{printable(str(source))}: is a symlink; give the directory it points to "
+                "(gfxpack never follows a directory symlink)"
+            )
+        content = _content(source, "", problems)
         work = [
-            _Job(name, None, [(TREE_PREFIX, source)], TREE_PREFIX, kpack_dir or DEFAULT_KPACK_DIR)
+            _Job(
+                name,
+                None,
+                [(TREE_PREFIX, source, content)],
+                TREE_PREFIX,
+                kpack_dir or DEFAULT_KPACK_DIR,
+            )
         ]
-        copied_dirs = []
+        notes = []
         kind = "tree"
+    if problems:
+        raise SplitError("\n".join(dict.fromkeys(problems)))
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = out.with_name(f".{out.name}.partial-{os.getpid()}")
-    shutil.rmtree(temporary, ignore_errors=True)
-    temporary.mkdir()
-    report = SplitReport(out)
+    temporary = _temporary(out)
+    report = SplitReport(out, notes=notes)
     try:
         index: dict[str, Any] = {"format": INDEX_FORMAT, "kind": kind, "jobs": [], "copied": []}
-        for directory in copied_dirs:
-            _copy_tree(source / directory, temporary / directory)
+        for directory, entries in copied:
+            _copy_tree(source / directory, temporary / directory, entries)
             index["copied"].append(directory)
         with open(temporary / LITERALS, "wb") as literals:
             for job in work:
-                index["jobs"].append(_split_job(job, temporary, report, max(1, jobs), literals))
-        original = source / THEROCK_MANIFEST
-        if kind == "therock" and original.is_file():
-            index["therock_manifest"] = original.read_bytes()
+                index["jobs"].append(
+                    _split_job(job, temporary, report, max(1, jobs), literals, max_object_size)
+                )
+        manifest: dict[str, Any] = {}
+        if therock_manifest is not None:
+            index["therock_manifest"], manifest = therock_manifest
         # Tells 'gfxpack build' that device code is already split out (kpack mode).
-        _write_therock_manifest(
-            original if kind == "therock" else None, temporary / THEROCK_MANIFEST
+        manifest.setdefault("flags", {})["KPACK_SPLIT_ARTIFACTS"] = True
+        (temporary / THEROCK_MANIFEST).write_text(
+            json.dumps(manifest, indent=2, sort_keys=True) + "\n"
         )
         (temporary / INDEX).write_bytes(msgpack.packb(index, use_bin_type=True))
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            out.rename(old)
-            shutil.rmtree(old)
-        temporary.rename(out)
+        _replace(temporary, out)
+    except OSError as e:
+        raise _write_error(e, out, temporary) from None
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
     return report
 
 
-def _therock_layout(source: Path) -> tuple[list[str], list[str]]:
-    """(fat artifact directories, directories copied as they are)."""
+def _temporary(out: Path) -> Path:
+    """A new directory beside ``out`` to write the split in, renamed to ``out`` when
+    complete; its mode whatever the umask, as every directory gfxpack makes."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        temporary = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+        os.chmod(temporary, DIRECTORY_MODE)
+    except OSError as e:
+        raise SplitError(f"{out}: cannot write in {out.parent}: {e.strerror or e}") from None
+    return temporary
+
+
+def _replace(temporary: Path, out: Path) -> None:
+    """Rename the complete split to ``out``; an earlier split there (--force) is moved
+    aside first, put back if the rename fails, and removed once it succeeded."""
+    old = out.with_name(f".{out.name}.old-{os.getpid()}")
+    try:
+        if not os.path.lexists(out):
+            temporary.rename(out)
+            return
+        out.rename(old)
+        try:
+            temporary.rename(out)
+        except OSError:
+            old.rename(out)
+            raise
+    except OSError as e:
+        raise SplitError(f"{out}: cannot replace: {e.strerror or e}") from None
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_error(error: OSError, out: Path, temporary: Path) -> SplitError | OSError:
+    """What the system refused while the split was written, as one line naming OUT and
+    the file (or the input file that could not be read); anything else as it is."""
+    cause = error.strerror or str(error)
+    names = [
+        Path(os.fsdecode(name))
+        for name in (error.filename, error.filename2)
+        if isinstance(name, str | bytes | os.PathLike)
+    ]
+    for path in names:
+        if path == temporary:
+            return SplitError(f"{out}: cannot write: {cause}")
+        if temporary in path.parents:
+            where = printable(str(path.relative_to(temporary)))
+            if isinstance(error, FileExistsError):
+                return SplitError(
+                    f"{out}: {where}: written twice; the input holds a file where split "
+                    "puts one of its own"
+                )
+            return SplitError(f"{out}: cannot write {where}: {cause}")
+    if names:
+        return SplitError(f"{printable(str(names[0]))}: cannot read: {cause}")
+    if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO):
+        return SplitError(f"{out}: cannot write: {cause}")
+    return error
+
+
+def _therock_layout(source: Path) -> tuple[list[str], list[str], list[str]]:
+    """(fat artifact directories, directories copied as they are, notes), found as
+    ``gfxpack build`` finds them."""
     fat: list[str] = []
     copied: list[str] = []
-    for entry in sorted(os.scandir(source), key=lambda e: e.name):
-        match = ARTIFACT_DIR.match(entry.name)
-        if not match or not entry.is_dir(follow_symlinks=False):
-            continue
-        if not os.path.isfile(os.path.join(entry.path, MANIFEST)):
-            continue
-        (fat if match[3] != GENERIC else copied).append(entry.name)
+    directories, notes = artifact_directories(source)
+    for directory in directories:
+        match = ARTIFACT_DIR.match(directory)
+        assert match
+        (fat if match[3] != GENERIC else copied).append(directory)
     for directory in fat:
         match = ARTIFACT_DIR.match(directory)
         assert match
@@ -261,17 +369,20 @@ def _therock_layout(source: Path) -> tuple[list[str], list[str]]:
                 f"{source}: {directory} and {clash} would both give {generic}; "
                 "split them separately"
             )
-    return fat, copied
+    return fat, copied, notes
 
 
-def _therock_job(source: Path, directory: str, kpack_dir: str | None) -> _Job:
+def _therock_job(source: Path, directory: str, kpack_dir: str | None, problems: list[str]) -> _Job:
     match = ARTIFACT_DIR.match(directory)
     assert match
-    prefixes = _read_manifest(source / directory / MANIFEST)
+    prefixes = _prefixes(source / directory / MANIFEST)
     if not prefixes:
         raise SplitError(f"{source / directory / MANIFEST}: lists no prefix")
     group = f"{match[1]}_{match[2]}"
-    roots = [(prefix, source / directory / prefix) for prefix in prefixes]
+    roots = [
+        (prefix, source / directory / prefix, _content(source / directory, prefix, problems))
+        for prefix in prefixes
+    ]
     return _Job(
         group,
         directory,
@@ -282,8 +393,74 @@ def _therock_job(source: Path, directory: str, kpack_dir: str | None) -> _Job:
     )
 
 
+def _prefixes(manifest: Path) -> tuple[str, ...]:
+    """A manifest's prefixes; none may lie inside another, as the split writes each
+    under its own name (``gfxpack build`` merges them all into the install prefix)."""
+    prefixes = read_manifest(manifest)
+    for i, prefix in enumerate(prefixes):
+        for j, other in enumerate(prefixes):
+            if i != j and (other == prefix or other.startswith(f"{prefix}/")):
+                raise SplitError(
+                    f"{printable(str(manifest))}: {other!r} lies inside {prefix!r}; split "
+                    "writes each file once, so prefixes must not overlap"
+                )
+    return prefixes
+
+
+def _copied_content(source: Path, directory: str, problems: list[str]) -> _Content:
+    """What a directory copied as it is holds: the artifact directory whole, read by
+    the same rules, its manifest and the directories it names checked as for build."""
+    known = len(problems)
+    for prefix in read_manifest(source / directory / MANIFEST):
+        real_directory(str(source / directory), prefix, problems)
+    if len(problems) > known:
+        return []  # a symlinked prefix: named once, not again as a symlink leaving
+    return _content(source, directory, problems)
+
+
+def _content(root: Path, relative: str, problems: list[str]) -> _Content:
+    """Every entry of the content directory ``root/relative``, read by the rules of
+    ``gfxpack build`` (the one walker of :mod:`gfxpack.artifact_files`): a symlink on
+    the way to it, or one below it pointing outside it, a FIFO, a device, a name that
+    is not UTF-8... each is a problem naming the path. Nothing when it does not exist."""
+    if not real_directory(str(root), relative, problems):
+        return []
+    top = os.path.join(root, relative) if relative else str(root)
+    start = len(_NO_PREFIX) + 1
+    return [
+        (entry.path[start:], str(entry.kind), entry.target)
+        # Modes are the packaging's business: split keeps them as they are.
+        for entry in walk(top, _NO_PREFIX, 0, True, problems, inside=printable(top))
+    ]
+
+
+def _read_therock_manifest(path: Path) -> tuple[bytes, dict[str, Any]] | None:
+    """The input's therock_manifest.json, never read through a symlink, and what it
+    says (a "flags" object at least); None if there is none."""
+    if not os.path.lexists(path):
+        return None
+    data = read_regular(str(path), MANIFEST_LIMIT)
+    shown = printable(str(path))
+    try:
+        manifest = json.loads(data)
+    except ValueError as e:
+        raise SplitError(f"{shown}: not JSON: {e}") from None
+    except RecursionError:
+        raise SplitError(f"{shown}: not a manifest: JSON nested too deeply") from None
+    if not isinstance(manifest, dict):
+        raise SplitError(f"{shown}: expected a JSON object")
+    if not isinstance(manifest.setdefault("flags", {}), dict):
+        raise SplitError(f"{shown}: 'flags' is not an object")
+    return data, manifest
+
+
 def _split_job(
-    job: _Job, out: Path, report: SplitReport, jobs: int, literals: BinaryIO
+    job: _Job,
+    out: Path,
+    report: SplitReport,
+    jobs: int,
+    literals: BinaryIO,
+    max_object_size: int = kpack.DEFAULT_MAX_OBJECT_SIZE,
 ) -> dict[str, Any]:
     """Walk the job's prefixes once: each fat binary is split (code objects into the
     archives, host part rewritten) and closed as soon as it is reached, so open
@@ -297,20 +474,18 @@ def _split_job(
         files.append([f"{generic}/{MANIFEST}", f"{job.source}/{MANIFEST}", "file", None])
     else:
         (out / generic / MANIFEST).write_text(f"{TREE_PREFIX}\n")
-    archives = _Archives(job, out, report, arch_dirs, jobs)
+    archives = _Archives(job, out, report, arch_dirs, jobs, max_object_size)
     with ThreadPoolExecutor(jobs) as pool:
         try:
-            for prefix, root in job.prefixes:
-                if not root.is_dir():
-                    continue
-                for relpath, entry in _walk(root):
+            for prefix, root, content in job.prefixes:
+                for found in content:
+                    relpath, entry, _ = found
                     item = _Found(generic, prefix, relpath, _original_path(job, prefix, relpath))
                     done = None
                     if entry == "file":
                         done = _split_file(job, out, report, archives, (pool, literals), root, item)
                     files.append(
-                        done
-                        or _copy_entry(job, out, report, arch_dirs, prefix, root, relpath, entry)
+                        done or _copy_entry(job, out, report, arch_dirs, prefix, root, found)
                     )
         finally:
             paths = archives.close()
@@ -337,7 +512,7 @@ def _split_file(
     """Split one file if it carries device code worth splitting: its index entry,
     or None when it is to be copied as it is."""
     pool, literals = helpers
-    with FatBinary(root / item.relpath) as binary:
+    with FatBinary(root / item.relpath, max_object_size=archives.max_object_size) as binary:
         reason = binary.unsplittable or (too_small(binary) if binary.devices else None)
         if reason:
             report.notes.append(f"{binary.path}: kept whole: {reason}")
@@ -357,11 +532,11 @@ def _copy_entry(
     arch_dirs: dict[str, set[str]],
     prefix: str,
     root: Path,
-    relpath: str,
-    entry: str,
+    found: tuple[str, str, str | None],
 ) -> list[Any]:
     """Place an entry without device code: in its arch's artifact when its name (or a
     directory's above it) says one, such as ``library/gfx90a/`` and what it holds."""
+    relpath, entry, target = found
     target_dir = f"{job.group}_{GENERIC}"
     arch = data_file_arch(relpath)
     if arch is not None:
@@ -371,7 +546,7 @@ def _copy_entry(
             totals = report.arches.setdefault(arch, ArchTotals())
             totals.data_files += 1
             totals.data_bytes += (root / relpath).lstat().st_size
-    _place(root / relpath, out / target_dir / prefix / relpath, entry)
+    _place(root / relpath, out / target_dir / prefix / relpath, entry, target)
     report.copied += entry == "file"
     return [f"{target_dir}/{prefix}/{relpath}", _original_path(job, prefix, relpath), entry, None]
 
@@ -380,53 +555,85 @@ def _original_path(job: _Job, prefix: str, relpath: str) -> str:
     return relpath if job.source is None else f"{job.source}/{prefix}/{relpath}"
 
 
-def _walk(root: Path) -> Iterator[tuple[str, str]]:
-    """(relative path, "dir" | "file" | "symlink") under root, sorted, links not followed."""
-    for directory, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        relative = os.path.relpath(directory, root)
-        for name in sorted(dirnames + filenames):
-            path = os.path.join(directory, name)
-            info = os.lstat(path)
-            rel = name if relative == "." else f"{relative}/{name}"
-            if stat.S_ISLNK(info.st_mode):
-                yield rel, "symlink"
-            elif stat.S_ISDIR(info.st_mode):
-                yield rel, "dir"
-            elif stat.S_ISREG(info.st_mode):
-                yield rel, "file"
-            else:
-                raise SplitError(f"{path}: not a regular file, directory or symlink")
-        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(directory, d))]
+# Everything the split writes is a new path: nothing there is replaced or written
+# through (an input holding a file where split puts its own is an error, see
+# _write_error), and nothing of the input is read through a symlink.
 
 
-def _place(source: Path, destination: Path, entry: str) -> None:
+def _place(source: Path, destination: Path, entry: str, target: str | None) -> None:
+    """Recreate one entry of the input, as the walk found it, at ``destination``."""
     destination.parent.mkdir(parents=True, exist_ok=True)
     if entry == "dir":
-        destination.mkdir(exist_ok=True)
-        shutil.copystat(source, destination)
+        _directory(destination)
+        shutil.copystat(source, destination, follow_symlinks=False)
     elif entry == "symlink":
-        os.symlink(os.readlink(source), destination)
+        assert target is not None
+        os.symlink(target, destination)  # the target the walk checked, not read again
     else:
         _link_or_copy(source, destination)
 
 
+def _directory(path: Path) -> None:
+    """``path`` made a directory; one already there (the archives' or an arch's
+    directory made first) must be a real directory."""
+    try:
+        path.mkdir()
+    except FileExistsError:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            raise
+
+
 def _link_or_copy(source: Path, destination: Path) -> None:
+    """Hard-link the input's file ``source`` to ``destination``, or copy it where no
+    hard link can be made (another file system)."""
     destination.parent.mkdir(parents=True, exist_ok=True)
     try:
-        os.link(source, destination)
-    except OSError:
-        shutil.copy2(source, destination)
+        os.link(source, destination, follow_symlinks=False)
+    except OSError as e:
+        if e.errno == errno.EEXIST:
+            raise
+        _copy(source, destination)
 
 
-def _copy_tree(source: Path, destination: Path) -> None:
-    destination.mkdir(parents=True)
-    for relpath, entry in _walk(source):
-        _place(source / relpath, destination / relpath, entry)
+def _copy(source: Path, destination: Path) -> None:
+    """Copy a regular file (never a symlink or a FIFO swapped in) with its mode and
+    times to the new file ``destination``."""
+    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as reading:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SplitError(f"{printable(str(source))}: changed while it was split")
+        try:
+            with open(destination, "xb") as writing:
+                shutil.copyfileobj(reading, writing, 1 << 20)
+                writing.flush()
+                os.fchmod(writing.fileno(), stat.S_IMODE(info.st_mode))
+                os.utime(writing.fileno(), ns=(info.st_atime_ns, info.st_mtime_ns))
+        except OSError as e:
+            if e.filename is not None:
+                raise
+            # A failed write (a full disk) names no file: this one.
+            raise OSError(e.errno, e.strerror, str(destination)) from None
+
+
+def _copy_tree(source: Path, destination: Path, content: _Content) -> None:
+    destination.mkdir()
+    for relpath, entry, target in content:
+        _place(source / relpath, destination / relpath, entry, target)
 
 
 def _archive_name(group: str, arch: str) -> str:
     return f"{group}_{arch}.kpack"
+
+
+# Bytes the objects waiting for the pool may hold: the decompressed bundles they are
+# views of, and the buffers they are compressed into (zstd's bound: about their size).
+# Large compressed bundles are then in memory one or two at a time, not one per object.
+IN_FLIGHT = 256 << 20
+
+
+# Objects waiting for the pool: (key, object, its task, bytes in flight freed when stored).
+_Pending = deque[tuple[str, CodeObject, Future[tuple[int, bytes, str]], int]]
 
 
 class _Archives:
@@ -440,9 +647,11 @@ class _Archives:
         report: SplitReport,
         arch_dirs: dict[str, set[str]],
         jobs: int,
+        max_object_size: int = kpack.DEFAULT_MAX_OBJECT_SIZE,
     ):
         self._job, self._out, self._report, self._arch_dirs = job, out, report, arch_dirs
         self._jobs = jobs
+        self.max_object_size = max_object_size
         self._handles: dict[str, BinaryIO] = {}
         self._writers: dict[str, kpack.KpackWriter] = {}
         self.paths: dict[str, str] = {}  # processor -> archive path relative to OUT
@@ -456,7 +665,8 @@ class _Archives:
             )
             self._arch_dirs.setdefault(directory, set()).add(job.kpack_prefix)
             (self._out / relpath).parent.mkdir(parents=True, exist_ok=True)
-            self._handles[arch] = open(self._out / relpath, "wb")  # noqa: SIM115 - see close()
+            # "x": a new file, never one the input put there (see _write_error).
+            self._handles[arch] = open(self._out / relpath, "xb")  # noqa: SIM115 - see close()
             self._writers[arch] = kpack.KpackWriter(
                 self._handles[arch], job.group, arch, arches=[target]
             )
@@ -464,8 +674,12 @@ class _Archives:
         return self._writers[arch]
 
     def add(self, binary: FatBinary, item: _Found, pool: ThreadPoolExecutor) -> CodeDigests:
-        """Every code object of one binary, under ``<prefix>/<path>#<wrapper index>``;
+        """Every code object of one binary, under ``<prefix>/<path>#<co_index>``;
         the size and sha256 of each, by (processor, target id, key).
+
+        A bundle several wrappers point at is stored once, under the first one's
+        index (:attr:`~gfxpack.fatbin.reader.Device.co_index`, which the rewrite
+        gives each of them): archives grow with the bundles, never with the wrappers.
 
         The pool's threads compress and hash (both release the GIL) a few objects
         ahead, with no wait between bundles; this thread adds them in bundle order,
@@ -473,42 +687,71 @@ class _Archives:
         xnack variants go into their processor's archive."""
         kernel_name = f"{item.prefix}/{item.relpath}"
         digests: dict[tuple[str, str, str], tuple[int, bytes]] = {}
-        ahead = 2 * self._jobs  # bounds the bundles decompressed at once
-        pending: deque[tuple[str, CodeObject, Future[tuple[int, bytes, str]]]] = deque()
+        ahead = 2 * self._jobs  # bounds the objects waiting at once
+        pending: _Pending = deque()
+        in_flight = 0  # see IN_FLIGHT
         try:
             for device in binary.devices:
-                key = f"{kernel_name}#{device.wrapper.index}"
-                contents = device.bundle.contents()
-                for obj in device.bundle.code_objects:
+                if not device.first:
+                    continue
+                key = f"{kernel_name}#{device.co_index}"
+                found = device.bundle
+                held = found.uncompressed_size if found.compression is not None else 0
+                in_flight = self._make_room(pending, in_flight, held, digests)
+                contents = found.contents()
+                in_flight += held
+                for number, obj in enumerate(found.code_objects):
                     totals = self._report.arches.setdefault(obj.target.processor, ArchTotals())
                     totals.code_objects += 1
                     totals.code_bytes += obj.size
+                    in_flight = self._make_room(pending, in_flight, obj.size, digests, ahead)
                     code = contents[obj.offset : obj.offset + obj.size]
-                    pending.append((key, obj, pool.submit(kpack.compress_code, code)))
-                    if len(pending) > ahead:
-                        self._store(*pending.popleft(), digests)
+                    # The bundle's buffer lives until its last object is stored.
+                    frees = obj.size + (held if number == len(found.code_objects) - 1 else 0)
+                    pending.append((key, obj, pool.submit(kpack.compress_code, code), frees))
+                    in_flight += obj.size
+                del contents  # so that making room for the next bundle can free it
             while pending:
                 self._store(*pending.popleft(), digests)
         finally:
             # Nothing may still read the binary's map once it is closed.
-            for *_, task in pending:
+            for _key, _obj, task, _frees in pending:
                 task.cancel()
-            wait([task for *_, task in pending])
+            wait([task for _key, _obj, task, _frees in pending])
         return digests
+
+    def _make_room(
+        self,
+        pending: _Pending,
+        in_flight: int,
+        wanted: int,
+        digests: dict[tuple[str, str, str], tuple[int, bytes]],
+        most: int | None = None,
+    ) -> int:
+        """Store waiting objects until ``wanted`` more bytes fit in IN_FLIGHT and fewer
+        than ``most`` wait (or none is left); the bytes then in flight."""
+        while pending and (
+            in_flight + wanted > IN_FLIGHT or (most is not None and len(pending) >= most)
+        ):
+            in_flight -= self._store(*pending.popleft(), digests)
+        return in_flight
 
     def _store(
         self,
         key: str,
         obj: CodeObject,
         task: Future[tuple[int, bytes, str]],
+        frees: int,
         digests: dict[tuple[str, str, str], tuple[int, bytes]],
-    ) -> None:
+    ) -> int:
+        """Add one compressed object to its archive; the bytes in flight that frees."""
         size, frame, sha256 = task.result()
         target = str(obj.target)
         self._writer(obj.target.processor, target).add_compressed(
             key, (size, frame, sha256), target
         )
         digests[obj.target.processor, target, key] = (size, bytes.fromhex(sha256))
+        return frees
 
     def close(self) -> dict[str, str]:
         try:
@@ -543,7 +786,7 @@ def _rewrite(
     size = binary.path.stat().st_size
     kernel_name = f"{item.prefix}/{item.relpath}"
     try:
-        with open(destination, "wb") as handle:
+        with open(destination, "xb") as handle:  # a new file, never through a link
             recipe = split_binary(
                 binary, handle, kernel_name, [search], lambda t: t.processor, known, literals
             )
@@ -558,22 +801,6 @@ def _rewrite(
     report.fat_bytes += size
     report.host_bytes += destination.stat().st_size
     return recipe.to_msgpack()
-
-
-def _write_therock_manifest(original: Path | None, destination: Path) -> None:
-    manifest: dict[str, Any] = {}
-    if original is not None and original.is_file():
-        try:
-            manifest = json.loads(original.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise SplitError(f"{original}: not JSON: {e}") from None
-        if not isinstance(manifest, dict):
-            raise SplitError(f"{original}: expected a JSON object")
-    flags = manifest.setdefault("flags", {})
-    if not isinstance(flags, dict):
-        raise SplitError(f"{original}: 'flags' is not an object")
-    flags["KPACK_SPLIT_ARTIFACTS"] = True
-    destination.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 
 def read_index(split: Path) -> dict[str, Any]:
