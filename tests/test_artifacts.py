@@ -20,7 +20,7 @@ from gfxpack.plan import Kind, plan
 def test_scan_reads_the_example(example_artifacts):
     tree = scan(example_artifacts)
     assert tree.kpack_split
-    assert tree.index.targets() == ("gfx1100", "gfx942", "gfx950")
+    assert tree.index.targets() == ("gfx942", "gfx950", "gfx1100")  # processor order
     assert "blas_lib_gfx942:xnack+" in tree.directories
     assert tree.manifest("blas_lib_generic")[0] == "math-libs/BLAS/hipBLAS/stage"
 
@@ -77,7 +77,7 @@ def test_generic_only_artifacts_stay_on_the_host(routed):
 
 def test_a_target_without_artifacts_gets_no_device(example_release):
     dnn = [p.key for p in example_release.plan.family("amdrocm-dnn") if p.kind is Kind.DEVICE]
-    assert dnn == ["amdrocm-dnn8.2-gfx1100", "amdrocm-dnn8.2-gfx942"]
+    assert dnn == ["amdrocm-dnn8.2-gfx942", "amdrocm-dnn8.2-gfx1100"]
 
 
 def write_artifact(root, directory, prefix, files):

@@ -30,7 +30,7 @@ def run(*args):
 def test_summary_is_the_default():
     result = run(*BASE)
     assert result.exit_code == 0, result.output
-    assert "ROCm 8.2.0-1, kpack mode, targets gfx1100, gfx942" in result.stdout
+    assert "ROCm 8.2.0-1, kpack mode, targets gfx942, gfx1100" in result.stdout
     assert "12 base packages → 35 packages" in result.stdout
 
 
@@ -69,7 +69,7 @@ def test_targets_split_on_space_comma_and_semicolon():
         "--format",
         "json",
     )
-    assert json.loads(result.stdout)["targets"] == ["gfx1100", "gfx942", "gfx950"]
+    assert json.loads(result.stdout)["targets"] == ["gfx942", "gfx950", "gfx1100"]
 
 
 def test_tree_for_one_package():

@@ -4,17 +4,18 @@
 from __future__ import annotations
 
 import json
+import struct
 import xml.etree.ElementTree as ET
 from collections import Counter
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from gfxpack import graphviz, views
 from gfxpack.cli import cli
 from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.plan import plan
-from tests.conftest import EXAMPLE_CONFIG, EXAMPLE_TARGETS
+from tests.conftest import EXAMPLE_CONFIG, EXAMPLE_TARGETS, shared_path
 
 
 @pytest.fixture(scope="module")
@@ -190,3 +191,39 @@ def test_core_leaves_boxed_by_arch(example_plan):
         if r.target and example_plan.by_key[r.target].arch == "gfx942"
     }
     assert "amdrocm-llvm8.2" not in set().union(*boxes.values())
+
+
+# --- TheRock's own package.json, drawn whole -------------------------------------------------
+
+THEROCK_TARGETS = "gfx90a,gfx942,gfx950,gfx1100,gfx1151,gfx1201"
+
+
+def therock_plan(targets: str, *extra: str) -> Result:
+    config = shared_path("fixtures", "therock", "package.json")
+    args = ["plan", "--config", str(config), "--target", targets, "--rocm-version", "8.2.0"]
+    return CliRunner().invoke(cli, [*args, "-q", *extra])
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
+def test_therock_whole_release_draws_as_svg(fmt):
+    """dot (Graphviz 2.43, as Debian 12 ships it) refused this release, "trouble in
+    init_rank", ranking its clusters one by one; newrank ranks the graph at once."""
+    result = therock_plan(THEROCK_TARGETS, "--format", "svg", "--all", "--pkg-type", fmt.name)
+    assert result.exit_code == 0, result.output[:500]
+    root = ET.fromstring(result.stdout.split("\n", 3)[3])  # after the XML prolog and DOCTYPE
+    svg = "{http://www.w3.org/2000/svg}"
+    drawn = {g.findtext(f"{svg}title") for g in root.iter(f"{svg}g") if g.get("class") == "node"}
+    planned = json.loads(therock_plan(THEROCK_TARGETS, "--format", "json").stdout)
+    keys = {p["name"] for p in planned["packages"]}
+    assert len(keys) == 322 and keys <= drawn
+
+
+def test_therock_whole_release_draws_as_png(tmp_path):
+    png = tmp_path / "therock.png"
+    result = therock_plan("gfx942", "--format", "png", "--all", "-o", str(png))
+    assert result.exit_code == 0, result.output[:500]
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])  # the IHDR chunk
+    assert width > 1000 and height > 1000
+    assert list(tmp_path.iterdir()) == [png]

@@ -144,8 +144,17 @@ def test_json_plan_and_libsolv_agree(example_release, published, fmt):
     by_plan, by_libsolv = figures(), figures("--repo", str(published))
     assert by_plan["installs"] == by_libsolv["installs"]
     assert by_libsolv["resolver"] == f"libsolv against {published}"
-    (row,) = by_plan["installs"]["gfx942"]
+    # Processor order (Decision 16), the targets given as gfx1100, gfx942, gfx950.
+    assert list(by_plan["installs"]) == by_plan["targets"] == ["gfx942", "gfx950", "gfx1100"]
+    row, devel = by_plan["installs"]["gfx942"]
     assert row["package"] == "amdrocm-core8.2-gfx942" and row["every_arch"] == "amdrocm-core8.2"
+    # The developer's install of one arch (Decision 15) is a fraction of every arch's too.
+    core_devel = fmt.spell("amdrocm-core-devel")  # DEB: amdrocm-core-dev
+    assert (devel["package"], devel["every_arch"]) == (
+        f"{core_devel}8.2-gfx942",
+        f"{core_devel}8.2",
+    )
+    assert 0 < devel["share"] < 1
     assert {k.replace("_", "-"): v for k, v in row["sizes"].items() if k != "packages"} == (
         expected_sizes(example_release.out, "amdrocm-core8.2-gfx942", fmt)
     )
@@ -209,3 +218,15 @@ def test_a_file_the_plan_does_not_have(tmp_path, example_release):
         f"error: {tmp_path / 'index.json'}: lists a file of amdrocm-stray8.2, which its plan "
         "has not\n"
     )
+
+
+def test_build_index_and_report_list_targets_in_processor_order(example_release, page):
+    """The example's artifacts are for gfx1100, gfx942 and gfx950: index.json, its plan
+    and the report's per-arch table list gfx942, gfx950, gfx1100 (Decision 16)."""
+    order = ["gfx942", "gfx950", "gfx1100"]
+    index = json.loads((example_release.out / "index.json").read_text())
+    assert index["targets"] == index["plan"]["targets"] == order
+    devices = [p["arch"] for p in index["plan"]["packages"] if p["base"] == "amdrocm-blas"]
+    assert [a for a in devices if a] == order
+    rows = re.findall(r'<tr data-package="amdrocm-core8\.2-(gfx\w+)"', page.read_text())
+    assert rows == order

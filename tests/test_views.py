@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from click.testing import CliRunner
 
 from gfxpack import views
+from gfxpack.cli import cli
 from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.plan import Kind, plan
-from tests.conftest import SEED_TARGETS
+from tests.conftest import EXAMPLE_CONFIG, SEED_TARGETS
 
 CONTRACT_KINDS = {
     "versioned",
@@ -34,7 +36,7 @@ def test_json_contract(seed_plan):
         "rocm_version": "8.2.0",
         "release": "1",
         "mode": "kpack",
-        "targets": ["gfx1100", "gfx942"],
+        "targets": ["gfx942", "gfx1100"],  # processor order (Decision 16), not as given
     }
     by_name = {p["name"]: p for p in data["packages"]}
     device = by_name["amdrocm-blas8.2-gfx942"]
@@ -149,3 +151,48 @@ def test_summary_counts_each_kind_and_each_formats_relations(example_plan):
     }
     devel = [p for p in example_plan.packages if p.base == "amdrocm-core-devel"]
     assert views.summary(example_plan, devel).bases == 1
+
+
+# --- Decision 16: targets in processor order everywhere ------------------------------------
+
+GIVEN = "gfx1201,gfx1100,gfx942,gfx90a"  # string order, and the reverse of processor order
+ORDER = ["gfx90a", "gfx942", "gfx1100", "gfx1201"]
+
+
+def positions(text: str, template: str) -> list[int]:
+    return [text.index(template.format(arch)) for arch in ORDER]
+
+
+def plan_cli(*args: str) -> str:
+    base = ["plan", "--config", str(EXAMPLE_CONFIG), "--rocm-version", "8.2.0", "-q"]
+    result = CliRunner().invoke(cli, [*base, "--target", GIVEN, *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_plan_json_lists_targets_arches_and_packages_in_processor_order():
+    data = json.loads(plan_cli("--format", "json"))
+    assert data["targets"] == data["arches"] == ORDER
+    devices = [p["arch"] for p in data["packages"] if p["base"] == "amdrocm-blas" and p["arch"]]
+    assert devices == ORDER
+    generic = next(p for p in data["packages"] if p["name"] == "amdrocm-core8.2")
+    assert generic["deb"]["depends"] == [f"amdrocm-core8.2-{a} (= 8.2.0-1)" for a in ORDER]
+
+
+def test_plan_text_lists_targets_in_processor_order():
+    summary = plan_cli()
+    assert f"targets {', '.join(ORDER)}\n" in summary
+    tree = plan_cli("--format", "tree", "--package", "amdrocm-blas")
+    devices = positions(tree, "amdrocm-blas8.2-{} (= 8.2.0-1) (device)")
+    assert devices == sorted(devices)
+    table = plan_cli("--format", "table", "--package", "amdrocm-core")
+    rows = positions(table, "| `amdrocm-core8.2-{}`")
+    assert rows == sorted(rows)
+
+
+def test_dot_draws_packages_and_arch_boxes_in_processor_order():
+    source = plan_cli("--format", "dot", "--package", "amdrocm-core")
+    nodes = positions(source, '"amdrocm-core8.2-{}" [label=')
+    assert nodes == sorted(nodes)
+    boxes = positions(source, 'subgraph "cluster_leaves_{}"')
+    assert boxes == sorted(boxes)

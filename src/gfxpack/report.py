@@ -26,6 +26,7 @@ from gfxpack.errors import GfxpackError
 from gfxpack.formats import FORMATS, PackageFormat
 from gfxpack.outdir import INDEX
 from gfxpack.plan import Kind, ReleasePlan
+from gfxpack.plan.targets import sort_targets
 from gfxpack.units import human
 
 BIGGEST = 12  # packages listed as the biggest
@@ -105,7 +106,7 @@ class ReleaseReport:
             "build": self.build,
             "version": plan.full_version,
             "mode": str(plan.mode),
-            "targets": list(plan.targets),
+            "targets": sort_targets(plan.targets),
             "prefix": plan.prefix,
             "sizes_of": self.fmt.name,
             "resolver": self.resolver,
@@ -289,7 +290,7 @@ def _installs(
     generic = {p.base: p for p in plan.packages if p.kind is Kind.GENERIC_META}
     every: dict[str, Sizes] = {}
     installs: dict[str, list[Install]] = {}
-    for arch in plan.arches:
+    for arch in sort_targets(plan.arches):  # a plan of an older build may list others first
         metas = [p for p in plan.packages if p.kind is Kind.ARCH_META and p.arch == arch]
         metas.sort(key=lambda p: (p.base != _CORE, p.key))
         rows = []

@@ -31,6 +31,7 @@ from gfxpack.plan.model import (
     Severity,
     Variant,
 )
+from gfxpack.plan.targets import sort_targets
 from gfxpack.relations import InvalidRelation, Relation
 
 StrEnumT = TypeVar("StrEnumT", Kind, Mode, PinPolicy, Severity, Variant)
@@ -421,6 +422,10 @@ def dot(
     drawn = {p.key for p in chosen}
     out = [
         f"digraph {_quote('gfxpack ' + plan.full_version)} {{",
+        # newrank: rank the whole graph at once, clusters and all. dot's older
+        # cluster-by-cluster ranking fails on a release's cross-family cycles
+        # ("trouble in init_rank", Graphviz 2.43 as Debian 12 ships it).
+        "  newrank=true;",
         '  rankdir=LR; nodesep=0.15; ranksep=0.5; fontname="Helvetica"; fontsize=11;',
         '  node [shape=box, style="rounded,filled", fillcolor="#fff3cd", fontname="Helvetica",'
         " fontsize=10, height=0.3];",
@@ -461,17 +466,23 @@ def _leaf_groups(plan: ReleasePlan, leaves: dict[str, str]) -> list[str]:
     """The leaves, those of a GPU arch boxed together by arch when several arches
     have several: a family that reaches many packages per arch (an arch meta per
     target) then reads as one column per arch."""
-    by_arch: dict[str | None, list[str]] = {}
+    neutral: list[str] = []
+    by_arch: dict[str, list[str]] = {}
     for node, attributes in leaves.items():
         package = plan.by_key.get(node[1:-1])
-        by_arch.setdefault(package.arch if package else None, []).append(f"{node} [{attributes}];")
-    out = [f"  {line}" for line in by_arch.pop(None, [])]
+        line = f"{node} [{attributes}];"
+        if package is None or package.arch is None:
+            neutral.append(line)
+        else:
+            by_arch.setdefault(package.arch, []).append(line)
+    arches = sort_targets(by_arch)
+    out = [f"  {line}" for line in neutral]
     if len(by_arch) < 2 or max(len(lines) for lines in by_arch.values()) < 2:
-        return out + [f"  {line}" for lines in by_arch.values() for line in lines]
-    for arch, lines in by_arch.items():
+        return out + [f"  {line}" for arch in arches for line in by_arch[arch]]
+    for arch in arches:
         out.append(f'  subgraph "cluster_leaves_{arch}" {{')
         out.append(f'    label="{arch}"; style="rounded,dashed"; color="#ced4da"; fontsize=9;')
-        out += [f"    {line}" for line in lines]
+        out += [f"    {line}" for line in by_arch[arch]]
         out.append("  }")
     return out
 

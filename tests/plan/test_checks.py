@@ -8,7 +8,7 @@ import pytest
 
 from gfxpack.plan import PlanError, Reason, Req, Severity, plan
 from gfxpack.plan.checks import check_plan, cross_arch_edges, cycles, dangling_edges
-from tests.plan.test_rules import TARGETS, pkg, specs
+from tests.plan.test_rules import TARGETS, depends, pkg, specs
 
 
 def plan_error(*entries, targets=TARGETS) -> list[str]:
@@ -171,18 +171,39 @@ def cross_arch_warnings(*entries) -> list[str]:
 
 
 def test_a_longer_way_to_another_arch_is_a_warning_with_its_path():
-    """Each edge is allowed (a per-arch SDK meta -> a -devel package -> the library's
-    full meta -> every arch), yet the SDK of one arch installs every arch's code."""
+    """Each edge is allowed (a per-arch SDK meta -> a Gfxarch=False metapackage -> the
+    library's full meta -> every arch), yet the SDK of one arch installs every arch's code."""
     (warning,) = cross_arch_warnings(
         pkg("amdrocm-blas", gfx=True),
-        pkg("amdrocm-blas-devel", ["amdrocm-blas"]),
-        pkg("amdrocm-sdk", ["amdrocm-blas-devel"], gfx=True, meta=True),
+        pkg("amdrocm-bundle", ["amdrocm-blas"], meta=True),
+        pkg("amdrocm-sdk", ["amdrocm-bundle"], gfx=True, meta=True),
     )
     assert warning.startswith(
-        "amdrocm-sdk8.2-gfx1100 (gfx1100) pulls in amdrocm-blas8.2-gfx942 of gfx942: "
-        "amdrocm-sdk8.2-gfx1100 → amdrocm-blas-dev8.2 → amdrocm-blas8.2 → "
-        "amdrocm-blas8.2-gfx942 (likewise for gfx942); "
+        "amdrocm-sdk8.2-gfx942 (gfx942) pulls in amdrocm-blas8.2-gfx1100 of gfx1100: "
+        "amdrocm-sdk8.2-gfx942 → amdrocm-bundle8.2 → amdrocm-blas8.2 → "
+        "amdrocm-blas8.2-gfx1100 (likewise for gfx1100); "
     )
+
+
+def test_a_per_arch_sdk_through_devel_packages_warns_of_nothing():
+    """Decision 15: a -devel depends on the host package of a gfxarch library and a devel
+    meta has arch metas, so a per-arch SDK reaches no other arch (it did under the full
+    meta rule of Decision 2: sdk-gfx942 -> blas-devel -> blas8.2 -> blas8.2-gfx1100)."""
+    entries = [
+        pkg("amdrocm-blas", gfx=True),
+        pkg("amdrocm-blas-devel", ["amdrocm-blas"]),
+        pkg("amdrocm-test", ["amdrocm-blas-devel"], gfx=True),
+        pkg("amdrocm-core", ["amdrocm-blas"], gfx=True, meta=True),
+        pkg("amdrocm-core-devel", ["amdrocm-blas-devel"], gfx=True, meta=True),
+        pkg("amdrocm-sdk", ["amdrocm-core-devel", "amdrocm-blas-devel"], gfx=True, meta=True),
+    ]
+    assert cross_arch_warnings(*entries) == []
+    release_plan = plan(specs(*entries), TARGETS, "8.2.0")
+    assert depends(release_plan, "amdrocm-sdk8.2-gfx942") == [
+        "amdrocm-core-dev8.2-gfx942 (= 8.2.0-1)",
+        "amdrocm-blas-dev8.2 (= 8.2.0-1)",
+    ]
+    assert depends(release_plan, "amdrocm-blas-dev8.2") == ["amdrocm-blas-host8.2 (>= 8.2.0-1)"]
 
 
 def test_an_sdk_of_arch_neutral_parts_warns_of_nothing():

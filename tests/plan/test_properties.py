@@ -115,7 +115,7 @@ def test_package_counts_per_type(release):
         kinds = [p.kind for p in family]
         gfxarch = (
             spec.gfxarch
-            and not spec.is_devel
+            and (spec.metapackage or not spec.is_devel)  # a devel meta is like any meta
             and (index is None or spec.metapackage or bool(content[spec.name]))
         )
         if not gfxarch:

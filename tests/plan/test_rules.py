@@ -60,7 +60,7 @@ RUNTIME_SET = [
 ]
 
 
-# --- devel packages (Decision 2, v1.1 section 4) -----------------------------------
+# --- devel packages (Decision 15) ----------------------------------------------------
 
 
 def test_devel_on_non_gfxarch_runtime_is_the_versioned_package():
@@ -69,12 +69,30 @@ def test_devel_on_non_gfxarch_runtime_is_the_versioned_package():
     assert depends(p, "amdrocm-llvm-dev8.2") == ["amdrocm-llvm8.2 (>= 8.2.0-1)"]
 
 
-def test_devel_on_gfxarch_runtime_is_the_full_meta():
+def test_devel_on_gfxarch_runtime_is_its_host_package():
+    """Headers and host libraries build and link; no device code comes along."""
     p = plan(
         specs(*RUNTIME_SET, pkg("amdrocm-blas-devel", ["libc6", "amdrocm-blas"])), TARGETS, "8.2.0"
     )
-    assert depends(p, "amdrocm-blas-dev8.2") == ["libc6", "amdrocm-blas8.2 (>= 8.2.0-1)"]
-    assert p.get("amdrocm-blas8.2").kind is Kind.META
+    assert depends(p, "amdrocm-blas-dev8.2") == ["libc6", "amdrocm-blas-host8.2 (>= 8.2.0-1)"]
+    assert depends(p, "amdrocm-blas-devel8.2", RPM) == ["amdrocm-blas-host8.2 >= 8.2.0-1"]
+    assert p.get("amdrocm-blas-host8.2").kind is Kind.HOST
+
+
+def test_devel_on_a_gfxarch_metapackage_omits_it_with_a_warning():
+    """A gfxarch meta has no host package; its generic meta would pull every arch."""
+    entries = [
+        *RUNTIME_SET,
+        pkg("amdrocm-core", ["amdrocm-blas"], gfx=True, meta=True),
+        pkg("amdrocm-tools-devel", ["amdrocm-runtime", "amdrocm-core"]),
+    ]
+    p = plan(specs(*entries), TARGETS, "8.2.0")
+    assert depends(p, "amdrocm-tools-dev8.2") == ["amdrocm-runtime8.2 (>= 8.2.0-1)"]
+    assert (
+        "amdrocm-tools-dev8.2: amdrocm-core is a gfxarch metapackage, which has no host "
+        "variant: dependency omitted (a -devel package pulls no device code; depend on the "
+        "-devel packages of its members instead)"
+    ) in [n.message for n in p.notes if n.severity is Severity.WARNING]
 
 
 def test_devel_is_never_gfxarch_and_says_so():
@@ -92,17 +110,74 @@ def test_devel_is_never_gfxarch_and_says_so():
     )
 
 
-def test_devel_meta_depends_on_devels_and_its_runtime_meta():
-    entries = [
-        *RUNTIME_SET,
-        pkg("amdrocm-blas-devel", ["amdrocm-blas"]),
-        pkg("amdrocm-rand-devel", ["amdrocm-rand"]),
-        pkg("amdrocm-core", ["amdrocm-runtime", "amdrocm-blas"], gfx=True, meta=True),
-        pkg(
-            "amdrocm-core-devel", ["amdrocm-blas-devel", "amdrocm-rand-devel"], gfx=True, meta=True
-        ),
+DEVEL_SET = [
+    *RUNTIME_SET,
+    pkg("amdrocm-blas-devel", ["amdrocm-blas"]),
+    pkg("amdrocm-rand-devel", ["amdrocm-rand"]),
+    pkg("amdrocm-core", ["amdrocm-runtime", "amdrocm-blas"], gfx=True, meta=True),
+]
+
+
+def test_gfxarch_devel_meta_has_arch_metas_on_its_runtimes_arch_meta():
+    """Like any Gfxarch=True metapackage: an arch meta per target, on the runtime's arch
+    meta and the -devel packages; the generic meta on every arch meta."""
+    devel_meta = pkg(
+        "amdrocm-core-devel", ["amdrocm-blas-devel", "amdrocm-rand-devel"], gfx=True, meta=True
+    )
+    p = plan(specs(*DEVEL_SET, devel_meta), TARGETS, "8.2.0")
+    assert [(x.name(DEB), x.kind) for x in p.family("amdrocm-core-devel")] == [
+        ("amdrocm-core-dev8.2", Kind.GENERIC_META),
+        ("amdrocm-core-dev8.2-gfx942", Kind.ARCH_META),
+        ("amdrocm-core-dev8.2-gfx1100", Kind.ARCH_META),
+        ("amdrocm-core-dev", Kind.NON_VERSIONED),
     ]
-    p = plan(specs(*entries), TARGETS, "8.2.0")
+    assert depends(p, "amdrocm-core-dev8.2") == [
+        "amdrocm-core-dev8.2-gfx942 (= 8.2.0-1)",
+        "amdrocm-core-dev8.2-gfx1100 (= 8.2.0-1)",
+    ]
+    assert depends(p, "amdrocm-core-dev8.2-gfx942") == [
+        "amdrocm-core8.2-gfx942 (= 8.2.0-1)",
+        "amdrocm-blas-dev8.2 (= 8.2.0-1)",
+        "amdrocm-rand-dev8.2 (= 8.2.0-1)",
+    ]
+    assert depends(p, "amdrocm-core-devel8.2-gfx1100", RPM)[0] == (
+        "amdrocm-core8.2-gfx1100 = 8.2.0-1"
+    )
+
+
+def test_gfxarch_devel_meta_listing_its_runtime_meta_gets_its_arch_meta_once():
+    devel_meta = pkg(
+        "amdrocm-core-devel", ["amdrocm-core", "amdrocm-blas-devel"], gfx=True, meta=True
+    )
+    p = plan(specs(*DEVEL_SET, devel_meta), TARGETS, "8.2.0")
+    assert depends(p, "amdrocm-core-dev8.2-gfx1100") == [
+        "amdrocm-core8.2-gfx1100 (= 8.2.0-1)",
+        "amdrocm-blas-dev8.2 (= 8.2.0-1)",
+    ]
+
+
+def test_devel_meta_arch_meta_falls_back_to_its_runtimes_host_with_a_warning():
+    """A devel meta's runtime may be a library without a device for some target: that arch
+    meta gets the library's host package instead, as any arch meta does."""
+    entries = [
+        pkg("amdrocm-blas", gfx=True, Artifactory=[art("blas")]),
+        pkg("amdrocm-app", gfx=True, Artifactory=[art("app")]),  # the tree's gfx1100 part
+        pkg("amdrocm-blas-devel", gfx=True, meta=True),
+    ]
+    index = ArtifactIndex(["blas_lib_generic", "blas_lib_gfx942", "app_lib_gfx1100"])
+    p = plan(specs(*entries), TARGETS, "8.2.0", artifacts=index)
+    assert depends(p, "amdrocm-blas-dev8.2-gfx942") == ["amdrocm-blas8.2-gfx942 (= 8.2.0-1)"]
+    assert depends(p, "amdrocm-blas-dev8.2-gfx1100") == ["amdrocm-blas-host8.2 (= 8.2.0-1)"]
+    assert (
+        "amdrocm-blas-devel8.2-gfx1100: amdrocm-blas has no gfx1100 device package: "
+        "depending on amdrocm-blas-host8.2 instead"
+    ) in [n.message for n in p.notes if n.severity is Severity.WARNING]
+
+
+def test_versioned_devel_meta_depends_on_devels_and_its_runtime_meta():
+    """A Gfxarch=False devel meta is a Gfxarch=False meta: full packages."""
+    devel_meta = pkg("amdrocm-core-devel", ["amdrocm-blas-devel", "amdrocm-rand-devel"], meta=True)
+    p = plan(specs(*DEVEL_SET, devel_meta), TARGETS, "8.2.0")
     assert depends(p, "amdrocm-core-dev8.2") == [
         "amdrocm-core8.2 (= 8.2.0-1)",
         "amdrocm-blas-dev8.2 (= 8.2.0-1)",

@@ -8,7 +8,13 @@ from click.testing import CliRunner
 
 from gfxpack.cli import cli
 from gfxpack.plan import ArtifactIndex, PlanError, plan
-from gfxpack.plan.targets import GENERIC_PROCESSORS, PROCESSORS, check_target
+from gfxpack.plan.targets import (
+    GENERIC_PROCESSORS,
+    PROCESSORS,
+    check_target,
+    sort_targets,
+    target_order,
+)
 from tests.conftest import SEED_CONFIG, build_example_args
 from tests.plan.test_rules import pkg, specs
 
@@ -105,7 +111,7 @@ def test_a_target_the_tree_has_no_artifacts_for_is_refused():
         plan(specs(pkg("amdrocm-a", gfx=True)), ["gfx942", "gfx1201"], "8.2.0", artifacts=index)
     assert str(caught.value) == (
         "target gfx1201: the artifacts tree has no per-arch artifacts for it "
-        "(its targets: gfx1100, gfx942)"
+        "(its targets: gfx942, gfx1100)"
     )
 
 
@@ -118,6 +124,64 @@ def test_build_target_without_artifacts_is_an_error_listing_the_trees(example_ar
     assert result.exit_code == 1
     assert result.stderr == (
         "error: target gfx1201: the artifacts tree has no per-arch artifacts for it "
-        "(its targets: gfx1100, gfx942, gfx950)\n"
+        "(its targets: gfx942, gfx950, gfx1100)\n"
     )
     assert not out.exists()
+
+
+# --- Decision 16: processor order ------------------------------------------------------
+
+
+def test_targets_sort_by_processor_not_by_string():
+    given = ["gfx1201", "gfx90a", "gfx1151", "gfx942", "gfx1100", "gfx950"]
+    assert sorted(given) != sort_targets(given)  # string order puts gfx1100 first
+    assert sort_targets(given) == ["gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1151", "gfx1201"]
+
+
+def test_generic_family_and_feature_targets_follow_their_processors():
+    given = [
+        "gfx12-generic",
+        "gfx9-generic",
+        "gfx1100",
+        "gfx11-generic",
+        "gfx94X-dcgpu",
+        "gfx9-4-generic",
+        "gfx950",
+        "gfx942:xnack+",
+        "gfx942",
+        "gfx908",
+        "gfx1201",
+        "gfx110X-all",
+    ]
+    assert sort_targets(given) == [
+        "gfx908",
+        "gfx942",
+        "gfx942:xnack+",
+        "gfx94X-dcgpu",  # every gfx94N
+        "gfx9-4-generic",  # gfx9.4 processors, then gfx9.5
+        "gfx950",
+        "gfx9-generic",
+        "gfx1100",
+        "gfx110X-all",
+        "gfx11-generic",
+        "gfx1201",
+        "gfx12-generic",
+    ]
+
+
+def test_every_processor_sorts_by_its_llvm_number_and_names_that_are_no_target_last():
+    ordered = sort_targets(PROCESSORS | GENERIC_PROCESSORS | {"banana", "gfx"})
+    assert ordered[-2:] == ["banana", "gfx"]
+    numbers = [target_order(t)[1:4] for t in ordered if t in PROCESSORS]
+    assert numbers == sorted(numbers) and len(set(numbers)) == len(PROCESSORS)
+    assert target_order("gfx90a")[1:4] == (9, 0, 10) and target_order("gfx1151")[1:4] == (11, 5, 1)
+    # Arch suffixes (lowercased) sort as their targets do.
+    assert sort_targets(["gfx110x", "gfx94x"]) == ["gfx94x", "gfx110x"]
+
+
+def test_the_plan_puts_targets_in_processor_order_whatever_the_order_given():
+    p = plan(specs(pkg("amdrocm-a", gfx=True)), ["gfx1201", "gfx90a", "gfx1100"], "8.2.0")
+    assert p.targets == ("gfx90a", "gfx1100", "gfx1201") == p.arches
+    assert [x.arch for x in p.family("amdrocm-a") if x.arch] == ["gfx90a", "gfx1100", "gfx1201"]
+    index = ArtifactIndex(["a_lib_gfx1100", "a_lib_gfx90a:xnack+", "a_lib_gfx942"])
+    assert index.targets() == ("gfx90a", "gfx942", "gfx1100")

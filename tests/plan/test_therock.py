@@ -22,8 +22,9 @@ from gfxpack.cli import cli
 from gfxpack.config import load_config
 from gfxpack.formats import DEB, FORMATS
 from gfxpack.plan import Kind, Severity, plan
-from gfxpack.plan.checks import cross_arch_edges, dangling_edges
+from gfxpack.plan.checks import cross_arch_edges, cross_arch_paths, dangling_edges
 from gfxpack.plan.rules import is_package_dependency
+from gfxpack.verify.rules import arch_of
 from tests.conftest import load_generator, shared_path
 
 TARGETS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1151", "gfx1201")
@@ -55,18 +56,18 @@ def test_package_counts_per_base(therock_config, therock_plan):
     assert set(counts) == {spec.name for spec in live}
     expected = {}
     for spec in live:
-        if spec.is_devel or not spec.gfxarch:
+        if (spec.is_devel and not spec.metapackage) or not spec.gfxarch:
             expected[spec.name] = 2
         elif spec.metapackage:
             expected[spec.name] = N + 2
         else:
             expected[spec.name] = N + 3
     assert dict(counts) == expected
-    # 7 Gfxarch=True metapackages, but amdrocm-core-devel is a -devel: 2 packages.
-    assert Counter(expected.values()) == {2: 53, N + 3: 18, N + 2: 6}
+    # 7 Gfxarch=True metapackages, amdrocm-core-devel among them (Decision 15).
+    assert Counter(expected.values()) == {2: 52, N + 3: 18, N + 2: 7}
     assert counts["amdrocm-blas"] == N + 3
     assert counts["amdrocm-core"] == N + 2
-    assert counts["amdrocm-core-devel"] == 2
+    assert counts["amdrocm-core-devel"] == N + 2
 
 
 def test_every_amdrocm_edge_resolves_and_none_crosses_arches(therock_plan):
@@ -105,24 +106,15 @@ def test_each_cycle_is_one_warning_with_its_shortest_path(therock_plan):
     )
 
 
-def test_each_way_to_every_arch_goes_through_a_devel_package(therock_plan):
-    """No edge crosses arches, but per-arch SDK metas and test packages depend on -devel
-    packages, which depend on full metapackages (every arch): one warning per base,
-    each path passing a -dev package, the SDK metas among them."""
-    warned = {
-        note.packages[0]: note.message
-        for note in therock_plan.notes
-        if note.severity is Severity.WARNING and " pulls in " in note.message
-    }
-    assert {"amdrocm-core-sdk8.2-gfx90a", "amdrocm-hpc-sdk8.2-gfx90a"} <= set(warned)
-    for first, message in warned.items():
-        path = message.split(": ", 1)[1].split(" (likewise")[0].split(" → ")
-        assert path[0] == first and len(path) >= 3
-        assert any("-dev8.2" in hop for hop in path[1:-1]), message
-        assert message.endswith(
-            "installs device code of other arches too (gfxpack verify "
-            "reports it as a cross-arch violation)"
-        )
+def test_no_arch_specific_package_reaches_another_arch(therock_plan):
+    """Under Decision 2, per-arch SDK metas and test packages reached every arch through
+    -devel packages (amdrocm-core-sdk8.2-gfx942 → amdrocm-core-dev8.2 → amdrocm-core8.2
+    → every arch meta), one warning per base. Decision 15 leaves no such way: the only
+    warnings left are the cycles package.json declares."""
+    assert list(cross_arch_paths(therock_plan)) == []
+    warnings = [n.message for n in therock_plan.notes if n.severity is Severity.WARNING]
+    assert len(warnings) == 2 + N
+    assert all(message.startswith("dependency cycle: ") for message in warnings)
 
 
 def test_the_issue_command_succeeds_with_cycle_warnings_and_strict_refuses_them():
@@ -131,7 +123,7 @@ def test_the_issue_command_succeeds_with_cycle_warnings_and_strict_refuses_them(
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.stderr
     assert result.stderr.count("warning: dependency cycle: ") == 2 + N
-    assert "77 base packages → 316 packages" in result.stdout
+    assert "77 base packages → 322 packages" in result.stdout
     strict = CliRunner().invoke(cli, [*args, "--strict"])
     assert strict.exit_code == 1
     assert strict.stdout == ""
@@ -155,19 +147,29 @@ def test_builds_from_a_generated_artifacts_tree(tmp_path):
     devices = {b.package for b in built if b.kind == Kind.DEVICE.value}
     assert {f"amdrocm-blas8.2-{arch}" for arch in TARGETS} <= devices
     # Published and resolved against the bundled Debian 12 system: every package
-    # installs; the only findings are the cross-arch paths the plan warned about.
+    # installs and no rule is broken, the per-arch SDK metas included (Decision 15).
     runner = CliRunner()
     repo = tmp_path / "repo"
     published = runner.invoke(cli, ["repo", "--in", str(tmp_path / "out"), "--out", str(repo)])
     assert published.exit_code == 0, published.output
     verified = runner.invoke(cli, ["verify", "--repo", str(repo), "--json"])
+    assert verified.exit_code == 0, verified.stdout[:2000]
     (report,) = json.loads(verified.stdout)
     assert report["checked"]["installable"] == len(built)
-    assert {v["rule"] for v in report["violations"]} == {"cross-arch"}, verified.stdout[:2000]
-    warned_bases = {
-        release_plan.by_key[note.packages[0]].base
-        for note in release_plan.notes
-        if note.severity is Severity.WARNING and " pulls in " in note.message
-    }
-    found = {v["install"].split("=")[0] for v in report["violations"]}
-    assert found and {release_plan.by_key[key].base for key in found} <= warned_bases
+    assert report["checked"]["cross-arch"] > 0
+    assert report["violations"] == [] and report["ok"], verified.stdout[:2000]
+    sdk = runner.invoke(
+        cli, ["verify", "--repo", str(repo), "--install", "amdrocm-core-sdk8.2-gfx942", "--json"]
+    )
+    assert sdk.exit_code == 0, sdk.stdout[:2000]
+    (installed,) = json.loads(sdk.stdout)
+    names = {step["name"] for step in installed["transaction"] if step["action"] == "install"}
+    assert {
+        "amdrocm-core-sdk8.2-gfx942",
+        "amdrocm-core-dev8.2-gfx942",
+        "amdrocm-core8.2-gfx942",
+        "amdrocm-blas-dev8.2",
+        "amdrocm-blas-host8.2",
+        "amdrocm-blas8.2-gfx942",
+    } <= names
+    assert {arch_of(name) for name in names} == {None, "gfx942"}

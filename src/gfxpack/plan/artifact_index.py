@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from gfxpack.config import PackageSpec
 from gfxpack.plan.naming import TARGET, arch_suffix
+from gfxpack.plan.targets import sort_targets
 
 # name has no underscores; the target may carry an xnack feature (gfx942:xnack+).
 ARTIFACT_DIR = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)_([a-z]+)_([^_/]+)$")
@@ -60,5 +61,8 @@ class ArtifactIndex:
         )
 
     def targets(self) -> tuple[str, ...]:
-        """Every non-generic target, xnack features stripped, sorted (spec section 4)."""
-        return tuple(sorted({d.target.split(":", 1)[0] for d in self.dirs if d.target != GENERIC}))
+        """Every non-generic target, xnack features stripped, in processor order (spec
+        section 4, Decision 16)."""
+        return tuple(
+            sort_targets({d.target.split(":", 1)[0] for d in self.dirs if d.target != GENERIC})
+        )

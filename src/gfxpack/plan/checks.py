@@ -11,8 +11,9 @@ Dependency cycles are not violations: Debian policy and rpm both install the
 members of a cycle together, and TheRock's own package.json has them. They are
 returned by :func:`cycles` for the planner to report as warnings. So are the
 longer ways an arch-specific package reaches another arch (:func:`cross_arch_paths`),
-each edge of which is allowed on its own: a per-arch SDK meta depending on a
-``-devel`` package, which depends on full metapackages, installs every arch.
+each edge of which is allowed on its own: an arch meta depending on a Gfxarch=False
+metapackage, which depends on a library's full metapackage, installs every arch.
+(A ``-devel`` package is no such way: it depends on host packages, Decision 15.)
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ from gfxpack.plan.naming import (
     version_xy,
 )
 from gfxpack.plan.rules import Ref, RuleName, Shape
-from gfxpack.plan.targets import check_target
+from gfxpack.plan.targets import check_target, sort_targets
 from gfxpack.relations import Relation
 
 
@@ -165,6 +165,8 @@ class _Planner:
                 f"ignoring {', '.join(kept[1:])}",
             )
             kept = kept[:1]
+        # Processor order (Decision 16): devices, arch metas and every listing follow it.
+        kept = sort_targets(kept)
         return tuple(kept), tuple(arch_suffix(t) for t in kept)
 
     def _tree_suffixes(self) -> set[str] | None:
@@ -210,12 +212,12 @@ class _Planner:
 
     def _classify(self, spec: PackageSpec) -> tuple[bool, tuple[str, ...]]:
         """Gfxarch-ness (spec section 5) and the arches with a device or arch meta."""
-        if spec.is_devel:
+        if spec.is_devel and not spec.metapackage:
             if spec.gfxarch:
                 self.note(
                     Severity.INFO,
                     f"{spec.name}: -devel packages are never gfxarch (they depend on the "
-                    "full packages of every arch); "
+                    "host packages of their gfxarch dependencies, never on device code); "
                     "built as versioned + non-versioned",
                     [spec.name],
                 )
@@ -356,7 +358,10 @@ class _Planner:
         members = [(ref, Reason.MEMBER) for ref in arch_metas]
         yield self._package(spec, generic, Kind.GENERIC_META, None, False, None, members)
         for ref in arch_metas:
-            yield self._package(spec, ref, Kind.ARCH_META, ref.arch, False, RuleName.ARCH_META)
+            runtime = self._runtime_meta(spec, ref)
+            yield self._package(
+                spec, ref, Kind.ARCH_META, ref.arch, False, RuleName.ARCH_META, runtime
+            )
         yield self._non_versioned(spec, Ref(Shape.NON_VERSIONED, base), generic)
 
     def _simple_family(self, spec: PackageSpec) -> Iterator[PlannedPackage]:
@@ -389,13 +394,25 @@ class _Planner:
         )
         yield self._non_versioned(spec, Ref(Shape.NON_VERSIONED, spec.name, arch), versioned)
 
-    def _runtime_meta(self, spec: PackageSpec) -> list[tuple[Ref, Reason]]:
-        """A devel metapackage also depends on its runtime meta (Decision 2)."""
+    def _runtime_meta(
+        self, spec: PackageSpec, arch_meta: Ref | None = None
+    ) -> list[tuple[Ref, Reason]]:
+        """A devel metapackage also depends on its runtime's metapackage: the arch meta
+        of a gfxarch devel meta for arch A on the runtime's variant for A
+        (``amdrocm-core-devel8.2-gfx942 → amdrocm-core8.2-gfx942``, Decision 15), any
+        other devel meta on the runtime's full package."""
         if not (spec.metapackage and spec.is_devel):
             return []
         runtime = spec.name[: -len("-devel")]
         if runtime not in self.buildable:
             return []
+        if arch_meta is not None:
+            assert arch_meta.arch is not None
+            choice = rules.arch_meta(self, runtime, arch_meta.arch)
+            if choice.warning:
+                name = self.name(arch_meta)
+                self.note(Severity.WARNING, f"{name}: {choice.warning}", [name, runtime])
+            return [] if choice.ref is None else [(choice.ref, Reason.RUNTIME_META)]
         arch = (
             self.arches[0]
             if (self.options.mode is Mode.SINGLE_ARCH and self.gfxarch[runtime])

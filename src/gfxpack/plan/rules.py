@@ -97,10 +97,20 @@ def device(u: Bases, dep: str, arch: str | None) -> Choice:
 
 
 def devel(u: Bases, dep: str, arch: str | None) -> Choice:
-    """-devel packages (Decision 2): the full meta of a gfxarch dependency, so that
-    headers, host libraries and kernels for every arch come along."""
-    reason = Reason.FULL_META if u.is_gfxarch(dep) else Reason.NON_GFXARCH
-    return Choice(Ref(Shape.VERSIONED, dep), reason)
+    """Non-meta -devel packages (Decision 15): the host variant of a gfxarch dependency,
+    else its versioned package. Compiling and linking need headers and host libraries;
+    a -devel never pulls device code, so a per-arch SDK meta installs one arch."""
+    if not u.is_gfxarch(dep):
+        return Choice(Ref(Shape.VERSIONED, dep), Reason.NON_GFXARCH)
+    if u.is_metapackage(dep):
+        return Choice(
+            None,
+            Reason.HOST_VARIANT,
+            f"{dep} is a gfxarch metapackage, which has no host variant: dependency omitted "
+            "(a -devel package pulls no device code; depend on the -devel packages of its "
+            "members instead)",
+        )
+    return Choice(Ref(Shape.HOST, dep), Reason.HOST_VARIANT)
 
 
 def arch_meta(u: Bases, dep: str, arch: str | None) -> Choice:
@@ -118,7 +128,8 @@ def arch_meta(u: Bases, dep: str, arch: str | None) -> Choice:
 
 
 def versioned_meta(u: Bases, dep: str, arch: str | None) -> Choice:
-    """Gfxarch=False metapackages and devel metas: every dependency's full package."""
+    """Gfxarch=False metapackages (a devel meta among them): every dependency's full
+    package."""
     reason = Reason.FULL_META if u.is_gfxarch(dep) else Reason.NON_GFXARCH
     return Choice(Ref(Shape.VERSIONED, dep), reason)
 

@@ -15,12 +15,22 @@ LLVM, such as gfx940 and gfx941, are not in it).
 >>> check_target("gfx94")
 "target 'gfx94' is not an AMDGPU processor LLVM knows (did you mean gfx942?)"
 >>> check_target("gfx94X-dcgpu")
+
+Targets are listed in processor order, not string order (Decision 16): LLVM
+numbers a processor ``gfx<major><minor><stepping>`` (the stepping one hex digit),
+so gfx90a is 9.0.10 and comes before gfx942 (9.4.2) and gfx1100 (11.0.0).
+
+>>> sort_targets(["gfx1201", "gfx90a", "gfx1100", "gfx950", "gfx942", "gfx1151"])
+['gfx90a', 'gfx942', 'gfx950', 'gfx1100', 'gfx1151', 'gfx1201']
+>>> sort_targets(["gfx11-generic", "gfx1151", "gfx1100", "gfx942:xnack+", "gfx942"])
+['gfx942', 'gfx942:xnack+', 'gfx1100', 'gfx1151', 'gfx11-generic']
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
 
 PROCESSORS = frozenset(
     {
@@ -97,3 +107,49 @@ def _suggest(name: str) -> str:
     if close:
         return f" (did you mean {close[0]}?)"
     return " (expected a processor such as gfx942, gfx942:xnack+ or a family such as gfx94X-dcgpu)"
+
+
+# --- order (Decision 16) ------------------------------------------------------------
+
+# A position no digit reaches: an ``X`` of a family (gfx94X) or the part of a processor
+# a generic target leaves open (gfx9-4-generic covers every gfx94N) comes after it.
+_ANY = 99
+_GENERIC = re.compile(r"^gfx(?P<major>[0-9]+)(?:-(?P<minor>[0-9]+))?-generic$")
+_NUMBERED = re.compile(r"^(?P<major>[0-9]+)(?P<minor>[0-9?])(?P<stepping>[0-9a-f?])$")
+
+TargetOrder = tuple[int, int, int, int, int, str, str]
+
+
+def target_order(target: str) -> TargetOrder:
+    """The sort key of a target or arch suffix: processor order (major, minor, stepping
+    as LLVM numbers them), a family (gfx94X) after its processors, a generic target
+    after its family's processors, features (``:xnack+``) after the bare processor.
+    A name that is no target sorts after every target, by its text."""
+    processor, _, features = target.lower().partition(":")
+    generic = _GENERIC.match(processor)
+    if generic is not None:
+        minor = generic["minor"]
+        numbers = (int(generic["major"]), _ANY if minor is None else int(minor), _ANY, 1)
+        return (0, *numbers, features, target)
+    name, dash, tail = processor.partition("-")
+    body = name.removeprefix("gfx")
+    stem = body.rstrip("x")
+    numbered = _NUMBERED.match(stem + "?" * (len(body) - len(stem)))
+    if not name.startswith("gfx") or numbered is None:
+        return (1, 0, 0, 0, 0, target.lower(), target)
+    minor, stepping = numbered["minor"], numbered["stepping"]
+    return (
+        0,
+        int(numbered["major"]),
+        _ANY if minor == "?" else int(minor),
+        _ANY if stepping == "?" else int(stepping, 16),
+        0,
+        f"{dash}{tail}:{features}" if features else f"{dash}{tail}",
+        target,
+    )
+
+
+def sort_targets(targets: Iterable[str]) -> list[str]:
+    """``targets`` in processor order (Decision 16): every listing of targets or arch
+    suffixes (plan, build, report, verify, pictures, JSON) is put in this order."""
+    return sorted(targets, key=target_order)
