@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import copy
+import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from gfxpack.build import BuildOptions
+from gfxpack.release import ReleaseOptions, build_release
 from gfxpack.repo import publish
-from tests.conftest import run
+from tests.conftest import EXAMPLE_CONFIG, run
 
 
 @pytest.fixture(scope="session")
@@ -16,6 +20,37 @@ def example_repo(example_release, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("published") / "repo"
     publish(example_release.out, root, "stable", 1_700_000_000)
     return root
+
+
+def leaky_config(path: Path) -> Path:
+    """The example's package.json plus a leak nothing else installs: ``amdrocm-suite``
+    (a gfxarch meta) depends on ``amdrocm-bench``, a meta of no arch that depends on the
+    full ``amdrocm-core``, so each ``amdrocm-suite8.2-<arch>`` pulls in every arch."""
+    entries = json.loads(EXAMPLE_CONFIG.read_text(encoding="utf-8"))
+    template = next(e for e in entries if e["Package"] == "amdrocm-developer-tools")
+
+    def meta(name: str, gfxarch: str, depends: list[str]) -> dict:
+        entry = copy.deepcopy(template)
+        entry.update(Package=name, Gfxarch=gfxarch, DEBDepends=depends, RPMRequires=depends)
+        return entry
+
+    entries += [
+        meta("amdrocm-bench", "False", ["amdrocm-core"]),
+        meta("amdrocm-suite", "True", ["amdrocm-bench", "amdrocm-blas"]),
+    ]
+    path.write_text(json.dumps(entries, indent=1), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def leaky_repo(example_artifacts, tmp_path_factory) -> Path:
+    """The example release with :func:`leaky_config`'s leak, published (both formats)."""
+    base = tmp_path_factory.mktemp("leaky")
+    config = leaky_config(base / "package.json")
+    options = ReleaseOptions("8.2.0", build=BuildOptions(jobs=2))
+    build_release(config, example_artifacts, base / "packages", options)
+    publish(base / "packages", base / "repo", "stable", 1_700_000_000)
+    return base / "repo"
 
 
 @pytest.fixture

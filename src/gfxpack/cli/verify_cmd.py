@@ -70,10 +70,21 @@ SHOWN = 20
     help="Also check every package file's size and sha256 against its index, as apt and "
     "dnf check each download.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
 @click.option(
-    "-q", "--quiet", is_flag=True, help="Summarise the transaction in one line per format."
+    "--all",
+    "judge_all",
+    is_flag=True,
+    help="With --install, fail on findings anywhere in the repository too, not only in "
+    "what installing the packages brings (elsewhere they are notes).",
 )
+@click.option(
+    "--waivers",
+    type=click.Path(dir_okay=False),
+    help="A TOML file of known findings to accept, one [[waiver]] each with rule, "
+    "package and reason (see the README); a waiver that matches nothing is a warning.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="Print one summary line.")
 @strict_option
 @reports_errors
 def verify_command(
@@ -84,6 +95,8 @@ def verify_command(
     suite: str | None,
     keyring: str | None,
     deep: bool,
+    judge_all: bool,
+    waivers: str | None,
     as_json: bool,
     quiet: bool,
     strict: bool,
@@ -101,8 +114,12 @@ def verify_command(
                      host and every device of its release
       file-conflict  no two packages of one resolution own one file
 
-    A violation is reported with the chain of requirements that pulled the
-    packages in; the exit status is then 1.
+    A finding is reported with the chain of requirements that pulled the
+    packages in; the exit status is then 1. With --install, only what
+    installing the packages brings is judged: findings of other packages are
+    printed as notes and do not fail the run (--all judges them too). A
+    finding that --waivers accepts is printed as waived, with its reason;
+    a waiver that matches no finding is a warning (an error with --strict).
 
     First, as apt and dnf do, the indexes are checked against the digests of
     Release (which must say what InRelease says) and repomd.xml; with
@@ -112,7 +129,8 @@ def verify_command(
     from gfxpack import verify as verify_module  # libsolv: only when verify runs
 
     install = split_list(names)
-    with _progress(as_json) as progress:
+    accepted = verify_module.load_waivers(waivers) if waivers else ()
+    with _progress(as_json or quiet) as progress:
         reports = verify_module.verify(
             Path(root),
             install,
@@ -122,14 +140,29 @@ def verify_command(
             progress,
             keyring=Path(keyring) if keyring else None,
             deep=deep,
+            waivers=accepted,
+            judge_all=judge_all,
         )
+    # One warning per stale waiver, naming the formats whose repository it matches nothing in.
+    stale: dict[verify_module.Waiver, list[str]] = {}
+    for report in reports:
+        for waiver in report.stale_waivers:
+            stale.setdefault(waiver, []).append(str(report.fmt))
+    warnings = [w for r in reports for w in r.warnings]
+    warnings += [
+        f"waiver {w.describe()} matches no finding in {', '.join(fmts)}: remove it, or correct it"
+        for w, fmts in stale.items()
+    ]
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in reports], indent=2))
+    elif quiet:
+        click.echo(_summary(reports, len(stale), failing_warnings=strict and bool(warnings)))
     else:
         for report in reports:
-            _print_report(report, quiet)
-    # With --strict, what could not be checked fails the run like a violation.
-    report_warnings([w for r in reports for w in r.warnings], strict and all(r.ok for r in reports))
+            _print_report(report)
+    # With --strict, what could not be checked, or a stale waiver, fails the run like a
+    # violation.
+    report_warnings(warnings, strict and all(r.ok for r in reports))
     if not all(r.ok for r in reports):
         count = sum(len(r.violations) for r in reports)
         click.echo(f"error: {count} violation(s) of the package graph's rules", err=True)
@@ -162,7 +195,7 @@ def _progress(quiet: bool) -> Iterator[Callable[[PackageFormat, int, int], None]
         yield update
 
 
-def _print_report(report: verify_module.Report, quiet: bool) -> None:
+def _print_report(report: verify_module.Report) -> None:
     from gfxpack.verify import RULES
 
     echo = click.echo
@@ -178,17 +211,71 @@ def _print_report(report: verify_module.Report, quiet: bool) -> None:
         summary = ", ".join(f"{n} to {a}" for a, n in sorted(counts.items())) or "nothing to do"
         echo(f"  install {' '.join(report.install)}: {summary}")
         width = max((len(s.name) for s in resolution.steps), default=0)
-        for step in () if quiet else resolution.steps:
+        for step in resolution.steps:
             old = f" (from {step.old_version})" if step.old_version else ""
             echo(f"    {step.action:<9} {step.name:<{width}}  {step.version}{old}")
+    if report.closure is not None:
+        echo(
+            f"  judged: the {len(report.closure)} package(s) installing "
+            f"{' '.join(report.install)} brings; findings elsewhere are notes (--all judges "
+            "them too)"
+        )
     for rule, text in RULES.items():
         failed = sum(v.rule == rule for v in report.violations)
-        mark = "FAIL" if failed else "ok"
+        noted = sum(v.rule == rule for v in report.notes)
+        waived = sum(w.finding.rule == rule for w in report.waived)
+        mark = "FAIL" if failed else "note" if noted else "ok"
         count = report.checked.get(rule, 0)
-        echo(f"  {mark:<4}  {text} ({count} resolution{'s' if count != 1 else ''})")
+        extra = "".join(f"; {n} {what}" for n, what in ((waived, "waived"), (noted, "notes")) if n)
+        echo(f"  {mark:<4}  {text} ({count} resolution{'s' if count != 1 else ''}{extra})")
     for violation in report.violations[:SHOWN]:
         echo(f"  {violation.rule}: {violation.message}")
         for hop in violation.path:
             echo(f"      {'requires ' + hop.via + ' -> ' if hop.via else ''}{hop.package}")
-    if len(report.violations) > SHOWN:
-        echo(f"  … and {len(report.violations) - SHOWN} more (see --json)")
+    _more(len(report.violations))
+    for accepted in report.waived[:SHOWN]:
+        finding = accepted.finding
+        where = "" if accepted.judged else "; not in the install"
+        echo(f"  waived: {finding.rule}: {finding.message} ({accepted.waiver.reason}{where})")
+    _more(len(report.waived))
+    for note in report.notes[:SHOWN]:
+        echo(f"  note: {note.rule}: {note.message} (not in the install)")
+    _more(len(report.notes))
+
+
+def _more(count: int) -> None:
+    if count > SHOWN:
+        click.echo(f"  … and {count - SHOWN} more (see --json)")
+
+
+def _summary(reports: list[verify_module.Report], stale: int, failing_warnings: bool) -> str:
+    """The whole run in one line: ``ok: install X brings 29 packages (deb, rpm); 0
+    findings, 1 waived, 3 notes elsewhere``. ``stale``: how many waivers matched
+    nothing; ``failing_warnings``: --strict fails the run on its warnings."""
+    failed = sum(len(r.violations) for r in reports)
+    status = "ok" if failed == 0 and not failing_warnings else "FAIL"
+    formats = ", ".join(str(r.fmt) for r in reports)
+    first = reports[0]
+    request = " ".join(first.install)
+    unresolved = [str(r.fmt) for r in reports if r.resolution and not r.resolution.ok]
+    if unresolved:
+        scope = f"install {request} cannot be resolved ({', '.join(unresolved)})"
+    elif first.closure is not None:
+        sizes = sorted({len(r.closure or ()) for r in reports})
+        brings = " or ".join(map(str, sizes))
+        scope = f"install {request} brings {brings} package(s) ({formats})"
+    elif first.install:
+        scope = f"install {request} and every package ({formats})"
+    else:
+        scope = f"every package ({formats})"
+    rules = ", ".join(sorted({v.rule for r in reports for v in r.violations}))
+    counts = [
+        f"{failed} finding(s)" + (f" ({rules})" if rules else ""),
+        f"{sum(len(r.waived) for r in reports)} waived",
+    ]
+    notes = sum(len(r.notes) for r in reports)
+    if first.closure is not None:
+        counts.append(f"{notes} note(s) elsewhere")
+    if stale:
+        counts.append(f"{stale} stale waiver(s)")
+    return f"{status}: {scope}; {', '.join(counts)}"

@@ -5,24 +5,41 @@ description are loaded into libsolv (universe.py); the requested install is
 resolved and shown as a transaction (resolution.py); then every package of
 the repository is resolved on its own, and each of these resolutions is held
 to the rules of rules.py. The result is a :class:`Report` per format.
+
+What is judged (spec packaging.md Decision 17): with an install, the findings of
+what installing it brings (its closure); those of other packages are notes. A
+finding a waiver names (waivers.py) is waived, and a waiver that names nothing
+the repository shows is stale.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gfxpack.formats import FORMATS, PackageFormat
+from gfxpack.relations import InvalidRelation
 from gfxpack.verify import rules
 from gfxpack.verify.integrity import Keyring, mismatches
 from gfxpack.verify.resolution import Resolution, resolve
 from gfxpack.verify.rules import RULES, Violation
 from gfxpack.verify.system import VerifyError, read_system
 from gfxpack.verify.universe import Universe, load, locate
+from gfxpack.verify.waivers import Waived, Waiver, load_waivers, sort_out
 
-__all__ = ["RULES", "Report", "VerifyError", "Violation", "formats_in", "verify"]
+__all__ = [
+    "RULES",
+    "Report",
+    "VerifyError",
+    "Violation",
+    "Waived",
+    "Waiver",
+    "formats_in",
+    "load_waivers",
+    "verify",
+]
 
 
 @dataclass
@@ -35,7 +52,16 @@ class Report:
     resolution: Resolution | None
     # rule -> how many resolutions it was held to
     checked: dict[str, int] = field(default_factory=dict)
+    # Findings in the judged scope that no waiver accepts: each fails the run.
     violations: list[Violation] = field(default_factory=list)
+    # Findings outside it (packages --install does not bring): reported, not failing.
+    notes: list[Violation] = field(default_factory=list)
+    # Findings (judged or not) that a waiver accepts, and the waivers that accepted none.
+    waived: list[Waived] = field(default_factory=list)
+    stale_waivers: list[Waiver] = field(default_factory=list)
+    # What installing --install brings, as sorted (name, version) pairs, when only that
+    # is judged; None when the whole repository is (no --install, or --all).
+    closure: list[tuple[str, str]] | None = None
     # What could not be checked: nothing failed, but a rule saw less than it should.
     warnings: list[str] = field(default_factory=list)
     # how the indexes were vouched for, and how many package files --deep checked
@@ -48,6 +74,7 @@ class Report:
 
     def as_dict(self) -> dict[str, Any]:
         resolution = self.resolution
+        findings = [v.as_dict() for v in self.violations]
         return {
             "format": self.fmt.name,
             "repository": self.repository,
@@ -58,7 +85,14 @@ class Report:
             "checked": self.checked,
             "signatures": self.trust,
             "files_checked": self.files_checked,
-            "violations": [v.as_dict() for v in self.violations],
+            "scope": "repository" if self.closure is None else "install",
+            "closure": [{"name": n, "version": v} for n, v in self.closure or ()],
+            "findings": findings,
+            # The same list under its older name, for scripts written before "findings".
+            "violations": findings,
+            "notes": [v.as_dict() for v in self.notes],
+            "waived": [w.as_dict() for w in self.waived],
+            "stale_waivers": [w.as_dict() for w in self.stale_waivers],
             "warnings": self.warnings,
             "ok": self.ok,
         }
@@ -77,12 +111,18 @@ def verify(
     progress: Callable[[PackageFormat, int, int], None] | None = None,
     keyring: Path | None = None,
     deep: bool = False,
+    waivers: Sequence[Waiver] = (),
+    judge_all: bool = False,
 ) -> list[Report]:
     """Resolve ``install`` and check every rule, for ``fmt`` or every format under ``root``.
 
     The indexes are checked against their Release or repomd.xml first, and their
     signatures against ``keyring`` when given; ``deep`` checks every package file's
-    size and sha256 against its index too."""
+    size and sha256 against its index too.
+
+    With ``install``, the findings judged are those of what installing it brings
+    (Decision 17); the rest of the repository's are notes, unless ``judge_all``.
+    A finding a waiver matches is waived instead, judged or not."""
     if not Path(root).is_dir():
         raise VerifyError(f"{root}: not a directory (give the --out directory of gfxpack repo)")
     present = formats_in(root)
@@ -99,7 +139,14 @@ def verify(
     if system is not None and len(chosen) > 1:
         raise VerifyError("--system describes one format's packages: add --format deb or rpm")
     keys = Keyring(keyring) if keyring is not None else None
-    return [_verify_format(root, f, install, system, suite, progress, keys, deep) for f in chosen]
+    reports = []
+    for chosen_fmt in chosen:
+        report = _verify_format(
+            root, chosen_fmt, install, system, suite, progress, keys, deep, judge_all
+        )
+        _apply(report, [w for w in waivers if w.applies_to(chosen_fmt)])
+        reports.append(report)
+    return reports
 
 
 def _verify_format(
@@ -111,6 +158,7 @@ def _verify_format(
     progress: Callable[[PackageFormat, int, int], None] | None,
     keyring: Keyring | None,
     deep: bool,
+    judge_all: bool,
 ) -> Report:
     universe = load(root, fmt, read_system(system, fmt), suite, keyring)
     files_checked = None
@@ -140,23 +188,35 @@ def _verify_format(
             f"{universe.label}: no {listing} index, so the file-conflict rule checks nothing"
         )
     unavailable = _unavailable(universe)
+    judged: list[Violation] = []
+    elsewhere: list[Violation] = []
+    # The repository packages whose findings are judged; None: all of them.
+    closure: set[int] | None = None
+    # What the request lacked, when it could not be installed: its root causes are judged.
+    lacked: set[int] = set()
     if install:
         resolution = resolve(universe, install)
         report.resolution = resolution
-        missed = resolution.unprovided & unavailable
-        if missed:
-            names = ", ".join(sorted(universe.show_dep(dep) for dep in missed))
+        if not judge_all:
+            # A failed request brings nothing: its own failure is the finding.
+            closure = resolution.world & {s.id for s in packages}
+            report.closure = sorted(universe.name_evr(s) for s in closure)
+        lacked = resolution.unprovided & unavailable
+        request = " ".join(install)
+        if lacked:
+            names = ", ".join(sorted(universe.show_dep(dep) for dep in lacked))
             report.checked["installable"] += 1
-            report.violations.append(
+            judged.append(
                 Violation(
                     "installable",
-                    " ".join(install),
-                    f"cannot install {' '.join(install)}: it needs {names}, which nothing provides",
+                    request,
+                    f"cannot install {request}: it needs {names}, which nothing provides",
+                    packages=tuple(install),
                 )
             )
         else:
-            _hold(report, universe, index, resolution, " ".join(install))
-    needed_by: dict[int, int] = dict.fromkeys(unavailable, 0)
+            _hold(report, universe, index, resolution, request, tuple(install), judged)
+    needed_by: dict[int, set[int]] = {dep: set() for dep in unavailable}
     for done, solvable in enumerate(packages, start=1):
         resolution = resolve(universe, solvable=solvable, steps=False)
         missed = resolution.unprovided & unavailable
@@ -164,13 +224,30 @@ def _verify_format(
             # One root cause for many failures: counted here, reported once below.
             report.checked["installable"] += 1
             for dep in missed:
-                needed_by[dep] += 1
+                needed_by[dep].add(solvable.id)
         else:
-            _hold(report, universe, index, resolution, f"{solvable.name}={solvable.evr}")
+            found = judged if closure is None or solvable.id in closure else elsewhere
+            install_text = f"{solvable.name}={solvable.evr}"
+            _hold(report, universe, index, resolution, install_text, (solvable.name,), found)
         if progress:
             progress(fmt, done, len(packages))
-    report.violations[:0] = _unavailable_violations(universe, needed_by)
+    # judged, elsewhere: a root cause is listed before the failures it explains
+    causes: tuple[list[Violation], list[Violation]] = ([], [])
+    for dep, violation in _unavailable_violations(universe, needed_by):
+        in_scope = closure is None or dep in lacked or not closure.isdisjoint(needed_by[dep])
+        causes[0 if in_scope else 1].append(violation)
+    report.violations = causes[0] + judged
+    report.notes = causes[1] + elsewhere
     return report
+
+
+def _apply(report: Report, waivers: Sequence[Waiver]) -> None:
+    """Move the findings ``waivers`` accept to ``report.waived``; record the stale ones."""
+    used: set[Waiver] = set()
+    report.violations, waived = sort_out(report.violations, waivers, used, judged=True)
+    report.notes, waived_notes = sort_out(report.notes, waivers, used, judged=False)
+    report.waived = waived + waived_notes
+    report.stale_waivers = [w for w in waivers if w not in used]
 
 
 def _unavailable(universe: Universe) -> set[int]:
@@ -185,48 +262,62 @@ def _unavailable(universe: Universe) -> set[int]:
     }
 
 
-def _unavailable_violations(universe: Universe, needed_by: dict[int, int]) -> list[Violation]:
-    """One violation per kind of missing requirement, in the repository's own spelling:
-    ``system packages not available: ocl-icd-libopencl1 (needed by 28 packages)``."""
-    groups: dict[str, list[str]] = {"system packages": [], "packages": []}
-    for dep, count in sorted(needed_by.items(), key=lambda item: universe.show_dep(item[0])):
-        if count == 0:
+def _unavailable_violations(
+    universe: Universe, needed_by: dict[int, set[int]]
+) -> list[tuple[int, Violation]]:
+    """One violation per missing requirement, in the repository's own spelling, with the
+    dependency it is about: ``system packages not available: ocl-icd-libopencl1 (needed
+    by 28 packages)``."""
+    where = {
+        True: f"not on the system ({universe.system_label}) nor in the repository",
+        False: "not in the repository nor on the system",
+    }
+    found = []
+    for dep, needing in sorted(needed_by.items(), key=lambda item: universe.show_dep(item[0])):
+        if not needing:
             continue
         text = universe.show_dep(dep)
-        ours = text.lstrip("(").startswith("amdrocm")
-        noun = "package" if count == 1 else "packages"
-        groups["packages" if ours else "system packages"].append(
-            f"{text} (needed by {count} {noun})"
-        )
-    where = {
-        "system packages": f"not on the system ({universe.system_label}) nor in the repository",
-        "packages": "not in the repository nor on the system",
-    }
-    return [
-        Violation(
-            "installable",
-            "every package",
-            f"{kind} not available: {', '.join(items)}; {where[kind]}",
-        )
-        for kind, items in groups.items()
-        if items
-    ]
+        system = not text.lstrip("(").startswith("amdrocm")
+        noun = "package" if len(needing) == 1 else "packages"
+        kind = "system packages" if system else "packages"
+        message = f"{kind} not available: {text} (needed by {len(needing)} {noun}); {where[system]}"
+        names = (text, *_names_in(universe, text))
+        found.append((dep, Violation("installable", "every package", message, packages=names)))
+    return found
+
+
+def _names_in(universe: Universe, text: str) -> list[str]:
+    """The package names a requirement mentions (``(a or b)`` mentions two)."""
+    try:
+        relations = universe.fmt.parse_field(text)
+    except InvalidRelation:
+        return []
+    return [name for relation in relations for name in relation.names() if name != text]
 
 
 def _hold(
-    report: Report, universe: Universe, index: rules.ArchIndex, resolution: Resolution, install: str
+    report: Report,
+    universe: Universe,
+    index: rules.ArchIndex,
+    resolution: Resolution,
+    install: str,
+    names: tuple[str, ...],
+    found: list[Violation],
 ) -> None:
+    """Hold one resolution (of ``install``, the packages ``names``) to every rule,
+    adding what it breaks to ``found``."""
     if not resolution.ok:
         report.checked["installable"] += 1
-        report.violations.append(
+        found.append(
             Violation(
                 "installable",
                 install,
                 f"cannot install {install}: " + " | ".join(resolution.problems),
+                packages=names,
             )
         )
         return
     violations, applied = rules.check(universe, index, resolution, install)
     for rule in applied:
         report.checked[rule] += 1
-    report.violations += violations
+    found += violations

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gfxpack.plan.naming import InvalidName, Naming, version_xy
+from gfxpack.plan.targets import sort_targets
 from gfxpack.verify.resolution import Hop, Resolution
 from gfxpack.verify.universe import Universe
 
@@ -39,14 +40,24 @@ class Violation:
     install: str  # what was being installed when it showed
     message: str
     path: tuple[Hop, ...] = ()
+    # What the finding is about, as a waiver names it (verify/waivers.py): the package
+    # that breaks the rule (for file-conflict, every owner; for a requirement nothing
+    # provides, the requirement and the names it mentions) and, for file-conflict, the
+    # shared files.
+    packages: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        found: dict[str, Any] = {
             "rule": self.rule,
             "install": self.install,
             "message": self.message,
+            "packages": list(self.packages),
             "path": [{"package": h.package, "via": h.via} for h in self.path],
         }
+        if self.files:
+            found["files"] = list(self.files)
+        return found
 
 
 def arch_of(name: str) -> str | None:
@@ -130,7 +141,7 @@ def _cross_arch(
         ]
         if foreign:
             names = [universe.name_evr(r)[0] for r in foreign]
-            archs = sorted({index.arch[r] for r in foreign})
+            archs = sort_targets({index.arch[r] for r in foreign})
             listed = ", ".join(names[:3]) + (
                 f" and {len(names) - 3} more" if len(names) > 3 else ""
             )
@@ -141,6 +152,7 @@ def _cross_arch(
                     f"{universe.name_evr(start)[0]} is for {arch} but pulls in "
                     f"{len(names)} package(s) of {', '.join(archs)}: {listed}",
                     resolution.path(universe, start, foreign[0]),
+                    (universe.name_evr(start)[0],),
                 )
             )
     return violations
@@ -177,6 +189,7 @@ def _arch_set(
                         install,
                         f"installing {name} does not pull in {', '.join(missing)}",
                         resolution.path(universe, start, meta),
+                        (name,),
                     )
                 )
     return violations
@@ -205,6 +218,8 @@ def _file_conflicts(universe: Universe, resolution: Resolution, install: str) ->
                 install,
                 f"{owners_text} {verb} {example}",
                 _path_to(universe, resolution, packages[-1]),
+                tuple(universe.name_evr(p)[0] for p in packages),
+                tuple(paths),
             )
         )
     return sorted(violations, key=lambda v: v.message)

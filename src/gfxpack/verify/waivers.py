@@ -1,0 +1,189 @@
+"""Known findings a release accepts: ``gfxpack verify --waivers FILE``.
+
+A waiver file is TOML, one ``[[waiver]]`` table per known finding::
+
+    [[waiver]]
+    rule = "cross-arch"                     # the rule, as verify names it
+    package = "amdrocm-core-sdk8.2-gfx942"  # the package the finding is about
+    reason = "TheRock#5198: fixed in 8.3"   # why it is accepted (required)
+    # path = "/opt/rocm/core-8.2/lib/libx.so"  file-conflict only: one shared file
+    # format = "deb"                           only in this format's repository
+
+``package`` is the package that breaks the rule: the arch-specific package that
+pulls in another arch (cross-arch), the meta that misses a device (arch-set), the
+package that cannot be installed or the requirement nothing provides
+(installable), either owner of a shared file (file-conflict). ``*`` in it
+matches any characters (``amdrocm-core-sdk8.2-gfx*``). A waiver that matches
+no finding of a repository it applies to is stale, and reported.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+
+from gfxpack.formats import FORMATS, PackageFormat
+from gfxpack.regular_files import open_regular
+from gfxpack.verify.rules import RULES, Violation
+from gfxpack.verify.system import VerifyError
+
+# A waiver file lists known findings, a few dozen at most: a bigger one is a mistake.
+MAX_SIZE = 1 << 20
+_KEYS = ("rule", "package", "reason", "path", "format")
+_FORMAT_NAMES = tuple(str(fmt) for fmt in FORMATS)
+
+
+@dataclass(frozen=True, slots=True)
+class Waiver:
+    rule: str
+    package: str
+    reason: str
+    path: str | None = None
+    format: str | None = None
+    # Where it is written, for messages: "waivers.toml, waiver 2".
+    source: str = ""
+
+    def applies_to(self, fmt: PackageFormat) -> bool:
+        return self.format is None or self.format == str(fmt)
+
+    def matches(self, finding: Violation) -> bool:
+        return (
+            finding.rule == self.rule
+            and any(fnmatchcase(name, self.package) for name in finding.packages)
+            and (self.path is None or any(fnmatchcase(f, self.path) for f in finding.files))
+        )
+
+    def describe(self) -> str:
+        """``cross-arch amdrocm-x (waivers.toml, waiver 2)``"""
+        subject = self.package + (f" {self.path}" if self.path else "")
+        only = f" in {self.format}" if self.format else ""
+        return f"{self.rule} {subject}{only} ({self.source})"
+
+    def as_dict(self) -> dict[str, Any]:
+        found = {key: getattr(self, key) for key in (*_KEYS, "source")}
+        return {key: value for key, value in found.items() if value is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class Waived:
+    """A finding a waiver accepts; ``judged``: in the scope that would have failed the run
+    (False: it would have been a note)."""
+
+    finding: Violation
+    waiver: Waiver
+    judged: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.finding.as_dict(), "judged": self.judged, "waiver": self.waiver.as_dict()}
+
+
+def load_waivers(path: str | os.PathLike[str]) -> tuple[Waiver, ...]:
+    """The waivers of a TOML file (see the module's documentation)."""
+    try:
+        # A FIFO or device is refused, not opened: reading one could block or never end.
+        with os.fdopen(open_regular(path), "rb") as file:
+            data = file.read(MAX_SIZE + 1)
+    except FileNotFoundError:
+        raise VerifyError(f"{path}: waiver file not found") from None
+    except OSError as e:
+        raise VerifyError(f"{path}: cannot read the waiver file: {e.strerror}") from None
+    if len(data) > MAX_SIZE:
+        raise VerifyError(f"{path}: a waiver file of at most {MAX_SIZE >> 20} MiB is expected")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise VerifyError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    return parse_waivers(text, str(path))
+
+
+def parse_waivers(text: str, name: str = "waivers.toml") -> tuple[Waiver, ...]:
+    """Waivers from TOML text; ``name`` is the file's name in messages."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise VerifyError(f"{name}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise VerifyError(f"{name}: not a waiver file: TOML nested too deeply") from None
+    unknown = sorted(set(document) - {"waiver"})
+    if unknown:
+        raise VerifyError(
+            f"{name}: unknown key {unknown[0]!r}{_did_you_mean(unknown[0], ('waiver',))}: "
+            "expected [[waiver]] tables"
+        )
+    entries = document.get("waiver", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise VerifyError(f"{name}: 'waiver' must be [[waiver]] tables, one per known finding")
+    waivers: list[Waiver] = []
+    seen: dict[tuple[str | None, ...], str] = {}
+    for number, entry in enumerate(entries, start=1):
+        waiver = _waiver(entry, f"{name}, waiver {number}")
+        key = (waiver.rule, waiver.package, waiver.path, waiver.format)
+        if key in seen:
+            raise VerifyError(f"{waiver.source}: the same finding as {seen[key]}")
+        seen[key] = waiver.source
+        waivers.append(waiver)
+    return tuple(waivers)
+
+
+def _waiver(entry: dict[str, Any], source: str) -> Waiver:
+    for key in entry:
+        if key not in _KEYS:
+            raise VerifyError(
+                f"{source}: unknown key {key!r}{_did_you_mean(key, _KEYS)} "
+                f"(a waiver has {', '.join(_KEYS)})"
+            )
+    values: dict[str, str | None] = {}
+    for key in _KEYS:
+        value = entry.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise VerifyError(f"{source}: {key!r} must be a non-empty string")
+        values[key] = value.strip() if isinstance(value, str) else None
+    rule, package, reason = values["rule"], values["package"], values["reason"]
+    if rule is None:
+        raise VerifyError(f"{source}: 'rule' is required (one of {', '.join(RULES)})")
+    if rule not in RULES:
+        raise VerifyError(
+            f"{source}: unknown rule {rule!r}{_did_you_mean(rule, RULES)} "
+            f"(one of {', '.join(RULES)})"
+        )
+    if package is None:
+        raise VerifyError(f"{source}: 'package' is required (the package the finding is about)")
+    if reason is None:
+        raise VerifyError(f"{source}: 'reason' is required (why the finding is accepted)")
+    if values["path"] is not None and rule != "file-conflict":
+        raise VerifyError(f"{source}: 'path' names a shared file, so it is for file-conflict only")
+    fmt = values["format"]
+    if fmt is not None and fmt not in _FORMAT_NAMES:
+        raise VerifyError(
+            f"{source}: unknown format {fmt!r}{_did_you_mean(fmt, _FORMAT_NAMES)} "
+            f"(one of {', '.join(_FORMAT_NAMES)})"
+        )
+    return Waiver(rule, package, reason, values["path"], fmt, source)
+
+
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    near = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
+def sort_out(
+    findings: Iterable[Violation], waivers: Iterable[Waiver], used: set[Waiver], judged: bool
+) -> tuple[list[Violation], list[Waived]]:
+    """(the findings no waiver accepts, the waived ones); every waiver that matched
+    is added to ``used``. ``judged``: whether these findings are in the judged scope."""
+    waivers = list(waivers)
+    kept: list[Violation] = []
+    waived: list[Waived] = []
+    for finding in findings:
+        matching = [w for w in waivers if w.matches(finding)]
+        if matching:
+            used.update(matching)
+            waived.append(Waived(finding, matching[0], judged))
+        else:
+            kept.append(finding)
+    return kept, waived
