@@ -1,15 +1,17 @@
 """Materialise a realistic TheRock artifacts tree for examples/package.json.
 
 For every enabled base with an Artifactory, each (artifact, component) gets a
-``<artifact>_<component>_generic/`` directory, and the components of gfxarch
-packages get ``<artifact>_lib_<arch>/`` directories too, as TheRock's kpack
-split leaves them: an ``artifact_manifest.txt`` of build-tree prefixes, and
-under each prefix the staged files:
+``<artifact>_<component>_generic/`` directory, and the components that carry
+device code (lib and test) of gfxarch packages get
+``<artifact>_<component>_<arch>/`` directories too, as TheRock's kpack split
+leaves them: an ``artifact_manifest.txt`` of build-tree prefixes, and under
+each prefix the staged files:
 
 - lib: ``lib/lib<name>.so.<version>`` (ELF-like bytes) with the ``.so.<major>``
   symlink; per arch: ``.kpack/<artifact>_lib_<arch>.kpack`` (written with
   gfxpack's kpack writer) under the first sorted prefix, and per-arch
   database files (Tensile-style ``library/*_<arch>.co``) under each prefix;
+- test: ``bin/<name>-test``; per arch: ``.kpack/<artifact>_test_<arch>.kpack``;
 - run: ``bin/<tool>``; dev: headers, CMake config and the ``lib<name>.so``
   symlink; doc: ``share/doc/<name>/``; hidden files included.
 
@@ -23,6 +25,16 @@ One xnack variant directory (``blas_lib_gfx942:xnack+``) is added, one
 gfxarch package (amdrocm-dnn) has no gfx950 build, and
 ``base_lib_generic/base/aux-overlay/stage/share/therock/therock_manifest.json``
 sets KPACK_SPLIT_ARTIFACTS. The output depends only on the seed.
+
+``gfxpack build`` on the tree makes the packages ``gfxpack plan --config CONFIG
+--target TARGETS`` lists, with one difference, on purpose: amdrocm-dnn has no gfx950
+build (a library that does not support a target yet), so there is no
+``amdrocm-dnn<X.Y>-gfx950`` device package and the gfx950 metas depend on the
+amdrocm-dnn host package instead (build warns about both); without gfx950 among the
+targets there is none. For examples/package.json and TheRock's package.json that is
+the only difference (tests/test_generate_artifacts.py checks both). Another config
+could show one more: a Gfxarch base whose gfxarch artifacts list no lib or test
+component gets no per-arch directories, so build makes it a non-gfxarch package.
 
 With ``--single-arch FAMILY`` the tree is a single-arch (legacy) build's
 instead: all of a gfxarch package's content in ``<artifact>_<component>_<FAMILY>/``
@@ -44,6 +56,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from gfxpack.amdgpu import MACH
 from gfxpack.config import load_config
 from gfxpack.descriptors.pack import CodeObjectFiles, KernelList, pack, read_kernel_list
 from gfxpack.kpack import write_kpack
@@ -73,6 +86,9 @@ CATEGORY = {  # artifact -> build-tree directory, as TheRock lays them out
 ELF_IDENT = b"\x7fELF\x02\x01\x01" + bytes(9)  # 64-bit, little-endian, version 1
 EM_AMDGPU = 224
 NO_BUILD = {("amdrocm-dnn", "gfx950")}  # a target a library does not support yet
+# The components holding device code: TheRock's kpack split leaves per-arch directories
+# for these (libraries and test programs), none for run, dev or doc.
+DEVICE_COMPONENTS = ("lib", "test")
 XNACK = ("blas", "gfx942:xnack+")
 PROVIDER = HERE / "dnn-provider"  # authored descriptors and the kernel list
 PROVIDER_ARTIFACT = "hipdnn"
@@ -171,17 +187,21 @@ def write_arch(
     payload: Payload,
     scale: float,
 ) -> None:
-    for prefix, subdir in zip(prefixes, subdirs, strict=True):
-        library = root / prefix / "lib" / library_name(subdir) / "library"
-        library.mkdir(parents=True, exist_ok=True)
-        size = int(payload.rng.randint(100, 600) * 1024 * scale)
-        code_object = payload.elf(size, EM_AMDGPU)
-        (library / f"TensileLibrary_{arch.replace(':', '-')}.co").write_bytes(code_object)
-    # Fat-binary code objects of the whole artifact, in one kpack under the first prefix.
+    component = directory.split("_")[1]
+    if component == "lib":
+        for prefix, subdir in zip(prefixes, subdirs, strict=True):
+            library = root / prefix / "lib" / library_name(subdir) / "library"
+            library.mkdir(parents=True, exist_ok=True)
+            size = int(payload.rng.randint(100, 600) * 1024 * scale)
+            code_object = payload.elf(size, EM_AMDGPU)
+            (library / f"TensileLibrary_{arch.replace(':', '-')}.co").write_bytes(code_object)
+    # Fat-binary code objects of the whole artifact, in one kpack under the first prefix:
+    # the libraries' (lib) or the test programs' (test), named as write_generic names them.
     first = sorted(prefixes)[0]
+    binary = "lib/lib{}.so.1.4.0" if component == "lib" else "bin/{}-test"
     kernels = [
         (
-            f"{prefix}/lib/lib{library_name(subdir)}.so.1.4.0#{i}",
+            f"{prefix}/{binary.format(library_name(subdir))}#{i}",
             payload.elf(int(payload.rng.randint(16, 256) * 1024 * scale)),
         )
         for prefix, subdir in zip(prefixes, subdirs, strict=True)
@@ -195,6 +215,16 @@ def write_arch(
         group=directory.rsplit("_", 1)[0],
         arch=arch.split(":")[0],
     )
+
+
+def as_code_object(elf: bytes, arch: str) -> bytes:
+    """A Payload.elf with the header of an AMDGPU code object for ``arch``: HSA OS/ABI,
+    code object v5 and the processor's EF_AMDGPU_MACH in e_flags, as ``descriptors
+    pack`` checks every code object it packs."""
+    code = bytearray(elf)
+    code[7], code[8] = 64, 3  # EI_OSABI: ELFOSABI_AMDGPU_HSA; EI_ABIVERSION: v5
+    struct.pack_into("<I", code, 48, MACH[arch.split(":")[0]])  # e_flags
+    return bytes(code)
 
 
 def write_provider(
@@ -211,7 +241,8 @@ def write_provider(
             for arch in arches:
                 path = built / arch / f"{kernel.toc_key}.hsaco"
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(payload.elf(payload.rng.randint(8, 32) * 1024, EM_AMDGPU))
+                code = payload.elf(payload.rng.randint(8, 32) * 1024, EM_AMDGPU)
+                path.write_bytes(as_code_object(code, arch))
         tree = Path(scratch) / "arch_content"
         pack(
             PROVIDER / "descriptors",
@@ -266,7 +297,7 @@ def generate(
                     directory = f"{source.artifact}_{component}_{where}"
                     directories.setdefault(directory, []).append((prefix, label))
                     write_generic(out / directory, prefix, component, label, payload, scale)
-                    if family or not (gfxarch and component == "lib"):
+                    if family or not (gfxarch and component in DEVICE_COMPONENTS):
                         continue
                     arches = [t for t in targets if (spec.name, t) not in NO_BUILD]
                     if source.artifact == XNACK[0]:

@@ -17,6 +17,9 @@ from hypothesis import strategies as st
 from gfxpack import kpack
 from gfxpack.cli import cli
 from gfxpack.kpack import InvalidKpack, KpackReader, KpackWriter
+from tests.code_objects import code_object
+
+XNACK_ON = 0x300  # e_flags, code object v4 and later
 
 CODE = {
     ("math-libs/BLAS/rocBLAS/stage/lib/librocblas.so#0", "gfx942"): b"\x7fELF"
@@ -395,8 +398,9 @@ def cli_run(*args):
 
 def test_cli_create_list_extract_verify(tmp_path):
     first, second = tmp_path / "a.co", tmp_path / "b.co"
-    first.write_bytes(b"\x7fELF-a" * 1000)
-    second.write_bytes(b"\x7fELF-b" * 10)
+    first.write_bytes(code_object("gfx942", b"-a" * 2968))  # 6,000 bytes
+    # A variant of the processor (xnack on) belongs in its archive too.
+    second.write_bytes(code_object("gfx942", b"-b" * 10, flags=XNACK_ON))
     out = tmp_path / "blas_lib_gfx942.kpack"
     made = cli_run(
         "create",
@@ -424,7 +428,7 @@ def test_cli_create_list_extract_verify(tmp_path):
             {
                 "toc_key": "lib/librocblas.so#1",
                 "arch": "gfx942",
-                "size": 60,
+                "size": 84,
                 "sha256": hashlib.sha256(second.read_bytes()).hexdigest(),
             },
         ],

@@ -45,6 +45,7 @@ from typing import Any, BinaryIO, TypeGuard
 import msgpack
 import zstandard
 
+from gfxpack import amdgpu
 from gfxpack._gc import paused_gc
 from gfxpack._io import atomic_write
 from gfxpack.errors import GfxpackError
@@ -286,9 +287,31 @@ def compress_code(code: bytes | memoryview, level: int = DEFAULT_LEVEL) -> tuple
     return len(code), frame, digest
 
 
-def read_code_object(path: str | os.PathLike[str]) -> bytes:
-    """A code-object file's bytes (a regular file only: a FIFO would block the writer)."""
-    return read_regular(path)
+class InvalidCodeObject(GfxpackError, ValueError):
+    """A file filed under an arch it is not a code object for; names the file."""
+
+
+def read_code_object(
+    path: str | os.PathLike[str], arch: str | None = None, claimed: str = "the archive's arch"
+) -> bytes:
+    """A code-object file's bytes (a regular file only: a FIFO would block the writer).
+    With ``arch`` it must be an AMDGPU code object for that arch (see
+    :func:`check_code_object`); ``claimed`` names what says so, for the message."""
+    code = read_regular(path)
+    if arch is not None:
+        problem = check_code_object(code, arch, claimed)
+        if problem:
+            raise InvalidCodeObject(f"{path}: {problem}")
+    return code
+
+
+def check_code_object(code: bytes | memoryview, arch: str, claimed: str) -> str | None:
+    """Why ``code`` is not an AMDGPU code object for ``arch`` (an archive's or a
+    kernel's arch), or None: ELF64, EM_AMDGPU, HSA and e_flags naming its processor,
+    as ``split`` checks a bundle entry. A bare processor holds any of its xnack/sramecc
+    variants; an arch with features (``gfx90a:xnack+``) must match them."""
+    target = amdgpu.TargetId.parse(arch)
+    return amdgpu.code_object_problem(code, target, exact=False, claimed=claimed)
 
 
 def write_kpack(

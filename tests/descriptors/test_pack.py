@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import struct
@@ -26,6 +27,7 @@ from gfxpack.descriptors.pack import (
 )
 from gfxpack.descriptors.parse import resolved_library
 from gfxpack.kpack import FRAME_OFFSETS, KpackReader, write_kpack
+from tests.code_objects import code_object as amdgpu_code_object
 from tests.conftest import ROOT
 
 PROVIDER = ROOT / "examples" / "dnn-provider"
@@ -36,8 +38,9 @@ ARCHES = ("gfx1100", "gfx942")
 
 
 def code_object(name: str, arch: str) -> bytes:
+    """A stand-in code object for ``arch``: a real AMDGPU header, a body of its own."""
     seed = hashlib.sha256(f"{name}@{arch}".encode()).digest()
-    return b"\x7fELF\x02\x01\x01" + seed * 64
+    return amdgpu_code_object(arch, seed * 64)
 
 
 @pytest.fixture
@@ -50,6 +53,12 @@ def built(tmp_path) -> Path:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(code_object(kernel.name, arch))
     return directory
+
+
+def provenance_of(shard: Path) -> dict:
+    """The provenance sidecar of a written pack (gzipped JSON beside it)."""
+    sidecar = shard.with_name(shard.name.removesuffix(".json") + ".provenance.json.gz")
+    return json.loads(gzip.decompress(sidecar.read_bytes()))
 
 
 def kpack_kernels(tree: Path):
@@ -84,13 +93,17 @@ def test_pack_round_trip_lints_loads_and_matches_its_archives(built, tmp_path):
             code = reader.read(source["toc_key"], arch)
         assert code == code_object(kernel["name"], arch)
         assert source["sha256"] == hashlib.sha256(code).hexdigest()
-    # Every pack carries a version, its arch and where its code objects came from.
+    # Every pack carries a version and its arch; where its code objects came from is
+    # in a sidecar beside it, which the loader never reads (no extension-key warning).
     for shard in out.glob("gfx*/**/*.kdp.json"):
         document = json.loads(shard.read_text())
         arch = shard.relative_to(out).parts[0]
         assert document["version"] == "1.0" and document["arch"] == [arch]
-        provenance = document["provenance"]
+        assert "provenance" not in document
+        provenance = provenance_of(shard)
         assert provenance["producer"] == "gfxpack descriptors pack"
+        assert (provenance["arch"], provenance["kernel_list"]) == (arch, "kernels.json")
+        assert provenance["authored"] == str(shard.relative_to(out / arch))
         assert set(provenance["code_objects"].values()) == {
             f"{arch}/{k['kernel_source']['toc_key']}.hsaco" for k in document["kernelDescriptors"]
         }
@@ -179,7 +192,9 @@ def test_code_objects_can_come_from_existing_archives(built, tmp_path):
     assert sorted(result.shards) == list(ARCHES)
     assert not load_validated([out]).diagnostics.at_least(40)
     shard = json.loads((out / "gfx942/pointwise/pointwise_add.kdp.json").read_text())
-    assert shard["provenance"]["code_objects"]["pointwise_add.float_block64"] == (
+    assert "provenance" not in shard
+    provenance = provenance_of(out / "gfx942/pointwise/pointwise_add.kdp.json")
+    assert provenance["code_objects"]["pointwise_add.float_block64"] == (
         "built_gfx942.kpack#pointwise_add.float_block64"
     )
 
@@ -230,8 +245,12 @@ MUL = {
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        ({"arch": "gfx942"}, "/kernels/0/arch: expected a non-empty list of gfx arch names"),
-        ({"arch": ["gfx942:xnack-"]}, "/kernels/0/arch/0: expected an arch such as 'gfx942'"),
+        ({"arch": "gfx942"}, "/kernels/0/arch: expected a non-empty list of processors"),
+        (
+            {"arch": ["gfx942:xnack-"]},
+            "/kernels/0/arch/0: 'gfx942:xnack-': no target features here; give the processor "
+            "alone (gfx942)",
+        ),
         ({"arch": ["gfx942", "gfx942"]}, "/kernels/0/arch/1: 'gfx942' is listed twice"),
         ({"pack": "nope"}, "names pack 'nope', which no authored pack defines"),
         ({"symbol": ""}, "/kernels/0/symbol: expected a non-empty string"),
@@ -251,14 +270,24 @@ def test_bad_kernel_lists_are_one_line_naming_the_pointer(built, tmp_path, chang
     assert not (tmp_path / "out").exists()
 
 
-def test_a_metadata_mistake_is_caught_by_the_loader_before_anything_is_written(built, tmp_path):
-    kernel = {**GOOD, "name": "pointwise_add.float_block64", "metadata": {"dtype": 3}}
-    path = write_list(tmp_path, [kernel, MUL])
+def test_a_metadata_mistake_is_one_line_naming_the_listed_kernel_before_anything_is_written(
+    built, tmp_path
+):
+    # Built for two arches, but checked once, against the engine's schema, in the list.
+    kernel = {
+        **GOOD,
+        "name": "pointwise_add.float_block64",
+        "arch": ["gfx942", "gfx1100"],
+        "metadata": {"dtype": 3},
+    }
+    path = write_list(tmp_path, [kernel, {**MUL, "arch": ["gfx942", "gfx1100"]}])
     with pytest.raises(PackError) as raised:
         pack(AUTHORED, path, CodeObjectFiles(built), tmp_path / "out")
-    text = str(raised.value)
-    assert "does not load cleanly" in text and "D418" in text
-    assert str(tmp_path / "out") in text
+    assert raised.value.problems == [
+        f"{path}: /kernels/0/metadata: kernel 'pointwise_add.float_block64' sets metadata "
+        "field 'dtype' with a value of the wrong type (D418; the schema is "
+        f"{AUTHORED / 'pointwise' / 'pointwise.kmd.json'})"
+    ]
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".*partial*"))
 
 
@@ -341,8 +370,10 @@ def test_list_engines_shows_verified_kpack_sources(built, tmp_path):
         with KpackReader.open(kernel["library"]) as reader:
             code = reader.read(kernel["toc_key"], "gfx942")
         assert hashlib.sha256(code).hexdigest() == kernel["sha256"]
-    # The gfx1100 shards are in the tree too; a gfx942 device does not see them.
-    assert sorted((p["name"], tuple(p["arch"])) for p in pointwise["dropped_packs"]) == [
+    # The gfx1100 shards are in the tree too: a gfx942 device loads its own shard of
+    # each pack, so they are other arches' shards, not packs dropped for it.
+    assert pointwise["dropped_packs"] == []
+    assert sorted((p["name"], tuple(p["arch"])) for p in pointwise["other_arch_shards"]) == [
         ("hipkernel:pointwise_add", ("gfx1100",)),
         ("hipkernel:pointwise_mul", ("gfx1100",)),
     ]

@@ -132,7 +132,8 @@ VIOLATIONS = {
         "a.ued.json",
         {"heuristik": "x"},
         "D208",
-        "unknown key 'heuristik' in \"{p}\"; extension keys must start with 'x-' or '_'",
+        "unknown key 'heuristik' in \"{p}\"; extension keys must start with 'x-' or '_'; "
+        "did you mean 'heuristic'?",
     ),
     "schema_key_is_not_a_member": (
         "a.ued.json",
@@ -223,14 +224,14 @@ VIOLATIONS = {
         {"arch": ["GFX942"]},
         "D209",
         "'arch' in \"{p}\" holds 'GFX942', which is not a gfx id (gfx "
-        "followed by a-z, 0-9, '_' or '-')",
+        "followed by a-z, 0-9, '_' or '-') (did you mean gfx942?)",
     ),
     "arch_holds_a_padded_id": (
         "a.kdp.json",
         {"arch": [" gfx942"]},
         "D209",
         "'arch' in \"{p}\" holds ' gfx942', which is not a gfx id (gfx "
-        "followed by a-z, 0-9, '_' or '-')",
+        "followed by a-z, 0-9, '_' or '-') (did you mean gfx942?)",
     ),
     "arch_holds_a_feature_suffix": (
         "a.kdp.json",

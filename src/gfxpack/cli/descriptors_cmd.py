@@ -31,7 +31,8 @@ if TYPE_CHECKING:
         "lint": Subcommand(
             "gfxpack.cli.descriptors_cmd:lint_command",
             "Check every file against the shipped JSON Schemas, report the lowest version "
-            "each needs, then run the loader; exit 1 on any ERROR.",
+            "each needs, then run the loader; exit 1 on any ERROR or on an arch that is no "
+            "AMDGPU processor (WARN D217).",
         ),
         "pack": Subcommand(
             "gfxpack.cli.descriptors_pack_cmd:pack_command",
@@ -43,9 +44,30 @@ def descriptors_group() -> None:
     """Load, list and lint hipDNN kernel descriptors (arch_content trees)."""
 
 
+def _directories(option: str, paths: Sequence[str]) -> None:
+    """Every directory given on the command line must be one: a typo in --root would
+    otherwise load nothing and report success."""
+    for path in paths:
+        if not os.path.isdir(path):
+            why = "not a directory" if os.path.lexists(path) else "no such directory"
+            raise GfxpackError(f"{option} {path}: {why}")
+
+
+def _device(device: str | None) -> None:
+    """--device must be one processor LLVM knows (with features): a family, a generic
+    target or a typo would list what no device loads."""
+    from gfxpack.amdgpu import processor_problem
+
+    problem = processor_problem(device, features=True) if device is not None else None
+    if problem:
+        raise GfxpackError(f"--device {problem}")
+
+
 def _roots(roots: Sequence[str], runtime_dir: str | None, diags: Diagnostics) -> list[Path]:
     from gfxpack.descriptors import provider_roots
 
+    _directories("--root", roots)
+    _directories("--runtime-dir", [runtime_dir] if runtime_dir is not None else [])
     found = provider_roots(roots, os.environ, runtime_dir, diags)
     if not found:
         raise GfxpackError("no descriptor root: give --root DIR (or set HIPDNN_DESCRIPTOR_DIR)")
@@ -138,8 +160,10 @@ def list_engines(
 
     Every "kind": "kpack" kernel shown was checked against its archive (the toc_key
     is there for the kernel's arch and the code object's sha256 matches); a pack
-    failing that is dropped with a diagnostic. With --device, packs built only for
-    other arches are listed as dropped for that device.
+    failing that is dropped with a diagnostic. With --device (one processor, e.g.
+    gfx942 or gfx942:xnack-), packs built only for other arches are listed as
+    dropped for that device, and the other arches' shards of a pack it loads as
+    not for it. A --root or --runtime-dir that is not a directory is an error.
     HIPDNN_DISABLE_ENGINES (names, decimal or hex ids, UUIDs) is honoured. The
     last line counts the ERROR and WARN diagnostics; the exit status is 0 unless
     --strict is given and there is any.
@@ -149,6 +173,7 @@ def list_engines(
     from gfxpack.descriptors.listing import engines_json
     from gfxpack.descriptors.types import device_base
 
+    _device(device)
     diags = Diagnostics()
     result = load_validated(
         _roots([*roots, *_installed(install_roots)], runtime_dir, diags),
@@ -192,11 +217,16 @@ def list_engines(
                     f"    kernel {kernel['name']}  priority {kernel['priority']}  "
                     f"[{', '.join(kernel['arch']) or 'any arch'}]  {values}{_source_text(kernel)}"
                 )
+        base = device_base(device or "")
         for pack in engine["dropped_packs"]:  # only with --device
-            base = device_base(device or "")
             click.echo(
                 f"  dropped for {device}: pack {pack['name']}  {pack['id']}  installed for "
                 f"[{', '.join(pack['arch'])}] only: no {base} kernel is installed"
+            )
+        for pack in engine["other_arch_shards"]:  # only with --device
+            click.echo(
+                f"  not for {device}: the [{', '.join(pack['arch'])}] shard of pack "
+                f"{pack['name']}  {pack['id']} ({base} loads its own shard, above)"
             )
     if not engines:
         click.echo("no engines")
@@ -227,19 +257,37 @@ def _source_text(kernel: dict[str, Any]) -> str:
     required=True,
     help="A descriptor tree; repeatable.",
 )
+@click.option(
+    "--authored",
+    is_flag=True,
+    help="The roots are authored sources, what 'descriptors pack --descriptors' reads: "
+    "a pack may declare no kernels, as the kernel list fills it.",
+)
 @click.option("--symbols", type=click.Path(dir_okay=False), help="Symbol registry file.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 @max_object_size_option
 @reports_errors
 def lint_command(
-    roots: tuple[str, ...], symbols: str | None, as_json: bool, max_object_size: int
+    roots: tuple[str, ...],
+    authored: bool,
+    symbols: str | None,
+    as_json: bool,
+    max_object_size: int,
 ) -> None:
     """Check every file against the shipped JSON Schemas, report the lowest version each
-    needs, then run the loader; exit 1 on any ERROR."""
+    needs, then run the loader; exit 1 on any ERROR or on an arch that is no AMDGPU
+    processor (WARN D217).
+
+    Without --authored the roots are installed trees (what 'descriptors pack'
+    writes, what a provider loads); with it, authored sources (its --descriptors
+    input), in which a pack may leave its kernels to the kernel list. A --root that
+    is not a directory is an error.
+    """
     from gfxpack import views
     from gfxpack.descriptors.lint import lint
 
-    result = lint([os.fspath(r) for r in roots], _registry(symbols), max_object_size)
+    _directories("--root", roots)
+    result = lint([os.fspath(r) for r in roots], _registry(symbols), max_object_size, authored)
     errors = result.problems
     if as_json:
         click.echo(views.dumps(result.to_json()), nl=False)
@@ -260,8 +308,9 @@ def lint_command(
         for diagnostic in errors:
             click.echo(f"{diagnostic.severity.name} {diagnostic.code}: {diagnostic.message}")
         engines = len(result.load.sets)
+        kind = " (authored sources)" if authored else ""
         click.echo(
-            f"{len(result.files)} files, {engines} engine(s) loaded: "
+            f"{len(result.files)} files{kind}, {engines} engine(s) loaded: "
             f"{'FAILED' if result.failed else 'OK'}"
         )
     if result.failed:

@@ -79,9 +79,18 @@ def pack_command(
 
     Writes OUT/<arch>/kpack/<group>_<arch>.kpack with each arch's code objects, and
     OUT/<arch>/<path>.kdp.json for every pack that received kernels, narrowed to that
-    arch, each kernel a "kind": "kpack" source with its toc_key, symbol and sha256.
-    Every other authored descriptor is copied to OUT/<path> (arch-independent). The tree
-    is linted and loaded before it replaces OUT; on any problem nothing is written.
+    arch, each kernel a "kind": "kpack" source with its toc_key, symbol and sha256;
+    beside it OUT/<arch>/<path>.kdp.provenance.json.gz (gzipped JSON) says where each
+    code object came from. Every other authored descriptor is copied to OUT/<path>
+    (arch-independent).
+
+    The inputs are checked first, each problem once, naming the file it is in: the
+    authored tree as 'descriptors lint --authored' does, the kernel list (every arch a
+    processor such as gfx942, metadata fitting the engine's schema), and every code
+    object (an AMDGPU code object for the arch it is listed for: ELF64, EM_AMDGPU,
+    HSA, e_flags naming the processor). The tree is then linted and loaded before it
+    replaces OUT, and passes 'list-engines --strict' when the authored tree does; on
+    any problem nothing is written.
     """
     if bool(code_objects) == bool(archives):
         raise click.UsageError("give either --code-objects DIR or --from-kpack ARCHIVE")
@@ -114,6 +123,6 @@ def pack_command(
     for arch, shard in result.shards.items():
         click.echo(
             f"  {arch}: {shard.kernels} code object(s) in {shard.archive}, "
-            f"{len(shard.packs)} pack(s)"
+            f"{len(shard.packs)} pack(s), provenance beside each (*.provenance.json.gz)"
         )
     click.echo(f"  loads engine(s): {', '.join(result.engines) or 'none'}")

@@ -35,11 +35,11 @@ def _open(archive: str, max_object_size: int) -> kpack.KpackReader:
     return kpack.KpackReader.open(archive, max_object_size)
 
 
-def _read_input(key: str, path: Path) -> tuple[str, bytes]:
+def _read_input(key: str, path: Path, arch: str) -> tuple[str, bytes]:
     from gfxpack import kpack
 
     try:
-        return key, kpack.read_code_object(path)
+        return key, kpack.read_code_object(path, arch, claimed="--arch")
     except OSError as e:
         raise GfxpackError(f"{path}: cannot read: {e.strerror or e}") from None
 
@@ -91,16 +91,20 @@ def kpack_create(
 
     Each FILE is stored under its path as given, or under TOCKEY with
     FILE=TOCKEY (TheRock keys look like math-libs/BLAS/stage/lib/librocblas.so#0).
+    Every FILE must be an AMDGPU code object for --arch (ELF64, EM_AMDGPU, HSA, its
+    e_flags naming the processor, as split checks): --arch is one processor or
+    generic target (gfx942, gfx9-4-generic), with features (gfx90a:xnack+) when
+    the objects must carry them; a family such as gfx94X-dcgpu is refused.
     The archive is written to a temporary name and renamed when complete.
     """
-    from gfxpack import kpack
-    from gfxpack.plan.naming import TARGET
+    from gfxpack import amdgpu, kpack
 
-    if not TARGET.match(arch):
-        raise GfxpackError(f"--arch {arch!r}: expected a GPU architecture such as gfx942")
+    problem = amdgpu.processor_problem(arch, generic=True, features=True)
+    if problem:
+        raise GfxpackError(f"--arch {problem}")
     inputs = _kernel_inputs(files)
     _check_folder(Path(out))
-    read = (_read_input(key, path) for key, path in inputs)
+    read = (_read_input(key, path, arch) for key, path in inputs)
     try:
         kpack.write_kpack(out, read, group, arch, compression, level)
     except OSError as e:

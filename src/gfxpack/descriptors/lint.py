@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from gfxpack.descriptors.diagnostics import Diagnostic, Level
 from gfxpack.descriptors.jsonc import JsoncError, loads
 from gfxpack.descriptors.loader import LoadResult, load_validated
+from gfxpack.descriptors.parse import UNKNOWN_ARCH
 from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
 from gfxpack.descriptors.walk import descriptor_files
 from gfxpack.kpack import DEFAULT_MAX_OBJECT_SIZE
@@ -142,8 +143,12 @@ class LintResult:
 
     @property
     def failed(self) -> bool:
-        return any(f.schema_errors for f in self.files) or bool(
-            self.load.diagnostics.at_least(Level.ERROR)
+        """A schema error, a loader ERROR, or an arch no device is (the provider would
+        load it, but what it names is dead: lint is where an author hears of it)."""
+        return (
+            any(f.schema_errors for f in self.files)
+            or bool(self.load.diagnostics.at_least(Level.ERROR))
+            or any(d.code == UNKNOWN_ARCH for d in self.load.diagnostics.items)
         )
 
     @property
@@ -163,10 +168,15 @@ def lint(
     roots: Sequence[str | os.PathLike[str]],
     registry: SymbolRegistry | None = None,
     max_object_size: int = DEFAULT_MAX_OBJECT_SIZE,
+    authored: bool = False,
 ) -> LintResult:
     """Schema-check every descriptor file under the roots, then load them (reading no
-    kpack code object larger than ``max_object_size``)."""
-    load = load_validated(roots, registry, names=EngineNames(), max_object_size=max_object_size)
+    kpack code object larger than ``max_object_size``). ``authored``: the roots are
+    authored sources, whose packs may be empty until ``descriptors pack`` fills them
+    from the kernel list."""
+    load = load_validated(
+        roots, registry, names=EngineNames(), max_object_size=max_object_size, authored=authored
+    )
     files = []
     for root in roots:
         for path, suffix in descriptor_files(Path(root), type(load.diagnostics)()):

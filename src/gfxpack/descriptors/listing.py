@@ -41,7 +41,7 @@ def engine_json(candidate: DescriptorSet, device: str | None) -> dict[str, Any]:
             }
             for pack, kernels in visible_to(candidate, device)
         ],
-        "dropped_packs": _dropped_for(candidate, device),
+        **_not_for(candidate, device),
     }
 
 
@@ -61,16 +61,22 @@ def _source_json(kernel: KernelDescriptor) -> dict[str, Any]:
     }
 
 
-def _dropped_for(candidate: DescriptorSet, device: str | None) -> list[dict[str, Any]]:
-    """Packs a device does not see because they are built for other arches only."""
+def _not_for(candidate: DescriptorSet, device: str | None) -> dict[str, list[dict[str, Any]]]:
+    """What a device does not load: ``dropped_packs``, packs built for other arches
+    only (it gets none of their kernels), and ``other_arch_shards``, the other arches'
+    shards of a pack it loads (one pack id, one shard per arch: it gets its own)."""
     if not device:
-        return []
+        return {"dropped_packs": [], "other_arch_shards": []}
     base = device_base(device)
-    return [
-        {"name": pack.descriptor.name, "id": pack.descriptor.id, "arch": list(pack.arch)}
-        for pack in candidate.packs
-        if pack.arch and base not in pack.arch
-    ]
+    loaded = {p.descriptor.id for p in candidate.packs if not p.arch or base in p.arch}
+    found: dict[str, list[dict[str, Any]]] = {"dropped_packs": [], "other_arch_shards": []}
+    for pack in candidate.packs:
+        if pack.arch and base not in pack.arch:
+            kind = "other_arch_shards" if pack.descriptor.id in loaded else "dropped_packs"
+            found[kind].append(
+                {"name": pack.descriptor.name, "id": pack.descriptor.id, "arch": list(pack.arch)}
+            )
+    return found
 
 
 def engines_json(sets: Iterable[DescriptorSet], device: str | None) -> list[dict[str, Any]]:

@@ -100,15 +100,17 @@ def load_descriptor_sets(
     disabled: str | None = None,
     diags: Diagnostics | None = None,
     max_object_size: int = DEFAULT_MAX_OBJECT_SIZE,
+    authored: bool = False,
 ) -> LoadResult:
     """Resolve the descriptors under ``roots`` into per-engine sets (no symbol checks).
     ``disabled`` is HIPDNN_DISABLE_ENGINES' value; no kpack code object larger than
-    ``max_object_size`` is read."""
+    ``max_object_size`` is read. ``authored``: the roots are authored sources (what
+    ``descriptors pack`` reads), whose packs may leave their kernels to the kernel list."""
     diags = diags if diags is not None else Diagnostics()
     paths = [Path(r) for r in roots]
     catalog = build_catalog(paths, diags)
     with KpackArchives(max_object_size) as archives:
-        sets = Resolver(catalog, diags, archives, disabled).run()
+        sets = Resolver(catalog, diags, archives, disabled, authored).run()
     return LoadResult(paths, sets, diags, catalog)
 
 
@@ -119,10 +121,12 @@ def load_validated(
     names: EngineNames | None = None,
     diags: Diagnostics | None = None,
     max_object_size: int = DEFAULT_MAX_OBJECT_SIZE,
+    authored: bool = False,
 ) -> LoadResult:
     """Load, resolve and validate: only engines that would construct are returned.
     ``names`` is the engine-name registry engines are registered in (a provider
-    process keeps one); without it, a fresh one for this load."""
+    process keeps one); without it, a fresh one for this load. ``authored``: see
+    :func:`load_descriptor_sets`."""
     with paused_gc():
         return _load_validated(
             roots,
@@ -131,6 +135,7 @@ def load_validated(
             names if names is not None else EngineNames(),
             diags,
             max_object_size,
+            authored,
         )
 
 
@@ -145,8 +150,9 @@ def _load_validated(
     names: EngineNames,
     diags: Diagnostics | None,
     max_object_size: int,
+    authored: bool,
 ) -> LoadResult:
-    result = load_descriptor_sets(roots, disabled, diags, max_object_size)
+    result = load_descriptor_sets(roots, disabled, diags, max_object_size, authored)
     diags = result.diagnostics
     if registry is None:
         diags.info("D510", None, "no symbol registry supplied; symbol checks skipped")

@@ -13,17 +13,28 @@ and lists the kernels in a small JSON or TOML file (see :func:`read_kernel_list`
                                            sources naming the archive, a toc_key, the
                                            symbol and the sha256 of the code object
 
-so that a device package can carry ``OUT/<arch>/`` alone and the host package
-the rest. Every written pack carries ``version`` and a ``provenance`` block
-saying where each code object came from.
+    OUT/<arch>/<subpath>/<pack>.kdp.provenance.json.gz
+                                           where each of its code objects came from
 
-The tree is written beside ``OUT``, linted (schemas) and loaded (every kpack
-source checked against its archive) before it is renamed into place: what
+so that a device package can carry ``OUT/<arch>/`` alone and the host package
+the rest. The provenance (producer, authored pack, kernel list, each code
+object's origin) is a gzipped JSON sidecar beside the pack, as upstream's
+packager keeps it, not a key of the pack: the loader reads a written tree with
+no warning.
+
+Before anything is written the inputs are checked, every problem once and
+naming the file it is in: the authored tree as authored sources (schemas, the
+loader; a pack may be empty, the list fills it), the kernel list (keys, arches
+of :mod:`gfxpack.amdgpu`'s table, packs, metadata against the engine's schema)
+and every code object (an AMDGPU code object of the arch it is listed for).
+The tree is then written beside ``OUT``, linted (schemas) and loaded (every
+kpack source checked against its archive) before it is renamed into place: what
 ``pack`` leaves behind always loads, and a failure leaves nothing.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import math
@@ -38,14 +49,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from gfxpack.descriptors.diagnostics import Diagnostics, Level
+from gfxpack import amdgpu
+from gfxpack.descriptors.diagnostics import Diagnostic, Diagnostics, Level
 from gfxpack.descriptors.jsonc import MAX_DEPTH, JsoncError, deeper_than, loads
 from gfxpack.descriptors.lint import schema_errors
 from gfxpack.descriptors.loader import LoadResult, load_validated
+from gfxpack.descriptors.parse import UNKNOWN_ARCH, did_you_mean
 from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
+from gfxpack.descriptors.resolve import metadata_problem
+from gfxpack.descriptors.types import Descriptor
 from gfxpack.descriptors.walk import descriptor_files, descriptor_suffix
 from gfxpack.errors import GfxpackError
-from gfxpack.kpack import DEFAULT_MAX_OBJECT_SIZE, InvalidKpack, KpackReader, write_kpack
+from gfxpack.kpack import (
+    DEFAULT_MAX_OBJECT_SIZE,
+    InvalidKpack,
+    KpackReader,
+    check_code_object,
+    write_kpack,
+)
 
 DEFAULT_GROUP = "hip_kernel_provider"
 DEFAULT_CODE_OBJECT = "{arch}/{toc_key}.hsaco"
@@ -55,7 +76,7 @@ MAX_LIST_BYTES = 16 << 20  # a kernel list or descriptor file larger than this i
 # Kernel ids not given in the list are derived from the pack id and kernel name.
 KERNEL_NAMESPACE = uuid.UUID("0f6b3c1e-8e44-4f0a-a7a5-5d2c9b1e7f30")
 
-_ARCH = re.compile(r"^gfx[a-z0-9_-]+$")
+PROVENANCE = ".provenance.json.gz"  # beside each written pack: <pack>.kdp.provenance.json.gz
 _UUID = re.compile(r"^[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}$")
 _GROUP = re.compile(r"^[A-Za-z0-9_.-]+$")
 _LIST_KEYS = {"group", "kernels"}
@@ -153,7 +174,10 @@ def read_kernel_list(path: str | os.PathLike[str]) -> KernelList:
     if not isinstance(document, dict):
         raise PackError([f"{path}: expected an object with a 'kernels' list"])
     for key in sorted(set(document) - _LIST_KEYS):
-        problems.append(f"{path}: /{key}: unknown key (expected 'group' and 'kernels')")
+        problems.append(
+            f"{path}: /{key}: unknown key (expected 'group' and 'kernels')"
+            f"{did_you_mean(key, _LIST_KEYS)}"
+        )
     group = document.get("group", DEFAULT_GROUP)
     if not isinstance(group, str) or not _GROUP.match(group):
         problems.append(f"{path}: /group: expected a name of letters, digits, '_', '.', '-'")
@@ -186,7 +210,10 @@ def _kernel(item: object, where: str, problems: list[str]) -> ListedKernel | Non
         return None
     before = len(problems)
     for key in sorted(set(item) - KERNEL_KEYS):
-        problems.append(f"{where}/{key}: unknown key (expected {', '.join(sorted(KERNEL_KEYS))})")
+        problems.append(
+            f"{where}/{key}: unknown key (expected {', '.join(sorted(KERNEL_KEYS))})"
+            f"{did_you_mean(key, KERNEL_KEYS)}"
+        )
     for key in _REQUIRED:
         if key not in item:
             problems.append(f"{where}: missing required key '{key}'")
@@ -201,13 +228,16 @@ def _kernel(item: object, where: str, problems: list[str]) -> ListedKernel | Non
         problems.append(f"{where}/id: expected a UUID, got {strings['id']!r}")
     arch = item.get("arch", [])
     if not isinstance(arch, list) or not arch:
-        problems.append(f"{where}/arch: expected a non-empty list of gfx arch names, got {arch!r}")
+        problems.append(f"{where}/arch: expected a non-empty list of processors, got {arch!r}")
         arch = []
     for i, name in enumerate(arch):
-        if not isinstance(name, str) or not _ARCH.match(name):
-            problems.append(
-                f"{where}/arch/{i}: expected an arch such as 'gfx942' (no ':feature'), got {name!r}"
-            )
+        # A processor of the table: its shard is what a device of that processor loads
+        # (a family, a generic target or a typo would make a shard no device loads).
+        problem = amdgpu.processor_problem(name) if isinstance(name, str) else None
+        if not isinstance(name, str):
+            problems.append(f"{where}/arch/{i}: expected a processor such as gfx942, got {name!r}")
+        elif problem:
+            problems.append(f"{where}/arch/{i}: {problem}")
         elif arch.index(name) != i:
             problems.append(f"{where}/arch/{i}: {name!r} is listed twice")
     metadata = item.get("metadata", {})
@@ -408,6 +438,7 @@ class ArchShard:
     archive: str  # relative to the output root
     kernels: int
     packs: list[str]  # shard files, relative to the output root
+    provenance: list[str] = field(default_factory=list)  # their sidecars, likewise
 
 
 @dataclass
@@ -424,7 +455,12 @@ class PackResult:
             "group": self.group,
             "generic": self.generic,
             "arches": {
-                arch: {"archive": s.archive, "kernels": s.kernels, "packs": s.packs}
+                arch: {
+                    "archive": s.archive,
+                    "kernels": s.kernels,
+                    "packs": s.packs,
+                    "provenance": s.provenance,
+                }
                 for arch, s in self.shards.items()
             },
             "engines": self.engines,
@@ -444,8 +480,9 @@ def pack(
 ) -> PackResult:
     """Write the arch_content tree for ``authored_dir`` and the listed kernels to ``out``.
 
-    ``out`` must not exist unless ``replace``; the tree is built beside it, linted and
-    loaded, then renamed into place. Raises :class:`PackError` naming every problem.
+    ``out`` must not exist unless ``replace``; the inputs are checked, then the tree is
+    built beside ``out``, linted and loaded, and renamed into place. Raises
+    :class:`PackError` naming every problem, each once, in the file it is in.
     """
     out = Path(out)
     if (out.exists() or out.is_symlink()) and not replace:
@@ -453,12 +490,13 @@ def pack(
     listed = kernel_list if isinstance(kernel_list, KernelList) else read_kernel_list(kernel_list)
     group = group or listed.group
     authored = read_authored(authored_dir)
-    targets = _assign(listed, authored)
+    schemas = check_authored(authored_dir, authored, registry)
+    targets = _assign(listed, authored, schemas)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     try:
         result = _write(staging, out, listed, group, authored, targets, code_objects, compression)
-        loaded = _check(staging, out, registry)
+        loaded = _check(staging, out, Path(authored_dir), result, registry)
         result.engines = sorted(s.name for s in loaded.sets)
         if out.exists() or out.is_symlink():
             old = out.with_name(f".{out.name}.{os.getpid()}.old")
@@ -480,9 +518,45 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def _assign(listed: KernelList, authored: list[Authored]) -> dict[str, list[ListedKernel]]:
-    """Authored pack (relative path) -> its listed kernels; every pack reference resolved and
-    every kernel arch inside its pack's declared arch."""
+def check_authored(
+    directory: str | os.PathLike[str],
+    authored: list[Authored],
+    registry: SymbolRegistry | None = None,
+) -> dict[str, Descriptor]:
+    """The authored tree linted as authored sources (``descriptors lint --authored``):
+    every problem named in its authored file, once. Returns each authored pack's
+    metadata schema (its engine's ``.kmd.json``), by pack id."""
+    top = Path(directory)
+    load = load_validated([top], registry, names=EngineNames(), authored=True)
+    failing = [
+        d for d in load.diagnostics.items if d.severity >= Level.ERROR or d.code == UNKNOWN_ARCH
+    ]
+    problems = [_problem_line(d) for d in failing]
+    # The loader stops at a file's first problem and says it best (a misspelt key gets
+    # a suggestion); the schemas speak for the files it found nothing in.
+    named = {d.path for d in failing}
+    for item in authored:
+        path = os.fspath(top / item.relative)
+        if path not in named:
+            problems += [f"{path}: {p}" for p in schema_errors(item.document, item.suffix)]
+    if problems:
+        raise PackError(problems)
+    return {p.descriptor.id: s.schema for s in load.sets for p in s.packs}
+
+
+def _problem_line(diagnostic: Diagnostic) -> str:
+    """``<file>: <code>: <message>``, the file left out when the message names it."""
+    path = diagnostic.path
+    prefix = f"{path}: " if path and f'"{path}"' not in diagnostic.message else ""
+    return f"{prefix}{diagnostic.code}: {diagnostic.message}"
+
+
+def _assign(
+    listed: KernelList, authored: list[Authored], schemas: Mapping[str, Descriptor]
+) -> dict[str, list[ListedKernel]]:
+    """Authored pack (relative path) -> its listed kernels; every pack reference resolved,
+    every kernel arch inside its pack's declared arch and its metadata fitting the schema
+    of the pack's engine (checked once per kernel, not once per arch it is built for)."""
     packs = [a for a in authored if a.suffix == ".kdp.json"]
     by_key: dict[str, list[Authored]] = {}
     for p in packs:
@@ -513,6 +587,13 @@ def _assign(listed: KernelList, authored: list[Authored]) -> dict[str, list[List
             )
             continue
         targets.setdefault(authored_pack.relative, []).append(kernel)
+        schema = schemas.get(str(authored_pack.document.get("id", "")).lower())
+        problem = metadata_problem(kernel.name, kernel.metadata, schema) if schema else None
+        if schema is not None and problem is not None:
+            code, reason = problem
+            problems.append(
+                f"{kernel.where}/metadata: {reason} ({code}; the schema is {schema.path})"
+            )
     for p in packs:
         if not p.document.get("kernelDescriptors") and p.relative not in targets:
             problems.append(
@@ -588,6 +669,15 @@ def _write_arch(
                 )
                 continue
             code, origin = found
+            problem = check_code_object(code, arch, "the kernel list")
+            if problem:
+                if isinstance(code_objects, CodeObjectFiles):  # name the file itself
+                    origin = os.fspath(code_objects.directory / origin)
+                problems.append(
+                    f"{kernel.where}: kernel '{kernel.name}' for {arch}: code object {origin}: "
+                    f"{problem}"
+                )
+                continue
             previous = codes.get(kernel.toc_key)
             if previous is not None and previous[0] != code:
                 problems.append(
@@ -605,18 +695,19 @@ def _write_arch(
             if key not in ("arch", "kernelDescriptors", "provenance")
         }
         document["arch"] = [arch]
-        document["provenance"] = {
+        # kernelDescriptors last, as the upstream packager writes them: a reader sees
+        # the pack's identity before its (long) kernel list.
+        kept = authored_kernels if isinstance(authored_kernels, list) else []
+        document["kernelDescriptors"] = [*kept, *entries]
+        provenance = {
             "producer": PRODUCER,
+            "arch": arch,
             "authored": relative,
             "authored_arch": pack_document.get("arch", []),
             "kernel_list": listed.path.name,
             "code_objects": origins,
         }
-        # kernelDescriptors last, as the upstream packager writes them: a reader sees
-        # the pack's identity before its (long) kernel list.
-        kept = authored_kernels if isinstance(authored_kernels, list) else []
-        document["kernelDescriptors"] = [*kept, *entries]
-        documents.append((f"{arch}/{relative}", document))
+        documents.append((f"{arch}/{relative}", document, provenance))
     if problems or not documents:
         return None
     (staging / archive_relative).parent.mkdir(parents=True, exist_ok=True)
@@ -627,11 +718,23 @@ def _write_arch(
         arch,
         compression,
     )
-    for relative, document in documents:
+    sidecars = []
+    for relative, document, provenance in documents:
         path = staging / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    return ArchShard(arch, archive_relative, len(codes), [r for r, _ in documents])
+        sidecar = provenance_path(relative)
+        text = json.dumps(provenance, indent=2, sort_keys=True) + "\n"
+        # mtime 0: the same inputs give the same bytes.
+        (staging / sidecar).write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+        sidecars.append(sidecar)
+    return ArchShard(arch, archive_relative, len(codes), [r for r, _, _ in documents], sidecars)
+
+
+def provenance_path(pack: str) -> str:
+    """Where a written pack's provenance is kept: ``<arch>/<path>/<name>.kdp.json`` ->
+    ``<arch>/<path>/<name>.kdp.provenance.json.gz``, a name the loader never reads."""
+    return pack.removesuffix(".json") + PROVENANCE
 
 
 def _kernel_entry(kernel: ListedKernel, pack_id: str, library: str, code: bytes) -> dict[str, Any]:
@@ -653,25 +756,41 @@ def _kernel_entry(kernel: ListedKernel, pack_id: str, library: str, code: bytes)
     }
 
 
-def _check(staging: Path, out: Path, registry: SymbolRegistry | None) -> LoadResult:
-    """The written tree must pass the schemas and load without an ERROR (what
-    ``gfxpack descriptors lint`` requires, less its minimum-version report); messages
-    name the files under ``out``, where they would have been."""
+def _check(
+    staging: Path,
+    out: Path,
+    authored: Path,
+    result: PackResult,
+    registry: SymbolRegistry | None,
+) -> LoadResult:
+    """The written tree must pass the schemas and load without an ERROR (what ``gfxpack
+    descriptors lint`` requires; it adds no warning to the authored tree's). A problem is
+    named in the authored file the written one comes from (every arch's shard of a
+    pack by the authored pack), each once; the archives by their place under ``out``."""
+    names = {os.fspath(staging / r): os.fspath(authored / r) for r in result.generic}
+    for shard in result.shards.values():
+        names[os.fspath(staging / shard.archive)] = os.fspath(out / shard.archive)
+        for pack_file in shard.packs:
+            names[os.fspath(staging / pack_file)] = os.fspath(authored / pack_file.split("/", 1)[1])
+    # Longest first: a path is never replaced by the name of a directory above it.
+    ordered = sorted(names.items(), key=lambda item: len(item[0]), reverse=True)
 
     def shown(text: str) -> str:
-        return text.replace(str(staging), str(out))
+        for written, source in ordered:
+            text = text.replace(written, source)
+        return text.replace(os.fspath(staging), os.fspath(out))
 
     load = load_validated([staging], registry, names=EngineNames())
     problems = []
     for path, suffix in descriptor_files(staging, Diagnostics()):
         document = loads(Path(path).read_bytes())  # written by us: JSON
         problems += [f"{shown(path)}: {problem}" for problem in schema_errors(document, suffix)]
-    problems += [
-        f"{shown(d.path) + ': ' if d.path else ''}{d.code}: {shown(d.message)}"
-        for d in load.diagnostics.at_least(Level.ERROR)
-    ]
+    problems += [shown(_problem_line(d)) for d in load.diagnostics.at_least(Level.ERROR)]
     if problems:
         raise PackError(
-            ["the packed tree does not load cleanly, so nothing was written:", *problems]
+            [
+                "the packed tree does not load cleanly, so nothing was written:",
+                *dict.fromkeys(problems),  # once, however many arches repeat it
+            ]
         )
     return load

@@ -9,13 +9,15 @@ order; the first violation fails the file with one ERROR. The result is a
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal, overload
 
+from gfxpack import amdgpu
 from gfxpack.descriptors.diagnostics import Diagnostics
 from gfxpack.descriptors.jsonc import JsoncError, loads
 from gfxpack.descriptors.types import (
@@ -48,6 +50,7 @@ INT64 = (-(2**63), 2**63 - 1)
 FIELD_TYPES = ("bool", "int", "float", "string", "int_list")
 BEHAVIOR_NOTES = ("runtime_compilation",)
 NOT_IMPLEMENTED_KINDS = ("hsaco_file", "rocke_builder", "hiprtc_file")
+UNKNOWN_ARCH = "D217"  # WARN: an arch entry that is no AMDGPU processor or generic target
 
 ALLOWED = {
     ".kmd.json": {"version", "id", "name", "fields"},
@@ -131,6 +134,12 @@ class Skip(Exception):
 
 def is_extension_key(key: str) -> bool:
     return key.startswith(("x-", "_")) or key == "provenance"
+
+
+def did_you_mean(key: str, known: Iterable[str]) -> str:
+    """``; did you mean 'matchers'?`` for a misspelt key, or nothing."""
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def describe(value: Any) -> str:
@@ -229,7 +238,8 @@ class _FileParser:
                 continue
             raise Invalid(
                 "D208",
-                f"unknown key '{key}' in {where}; extension keys must start with 'x-' or '_'",
+                f"unknown key '{key}' in {where}; extension keys must start with 'x-' or '_'"
+                f"{did_you_mean(key, allowed)}",
             )
 
     # -- values ----------------------------------------------------------------------
@@ -312,9 +322,20 @@ class _FileParser:
                     f"write the base target '{item.split(':', 1)[0]}'"
                 )
             if not _ARCH.match(item):
+                close = amdgpu.closest(item)
+                hint = f" (did you mean {close}?)" if close else ""
                 raise self.invalid(
                     f"'arch' in {where} holds '{item}', which is not a gfx id "
-                    "(gfx followed by a-z, 0-9, '_' or '-')"
+                    f"(gfx followed by a-z, 0-9, '_' or '-'){hint}"
+                )
+            if item not in amdgpu.PROCESSORS and item not in amdgpu.GENERIC_PROCESSORS:
+                # The provider loads it (an arch is any gfx id to it), but no device is
+                # ever that arch: what it names is dead, so say so (lint fails on it).
+                self.diags.warn(
+                    UNKNOWN_ARCH,
+                    self.path,
+                    f"'arch' in {where}: {amdgpu.processor_problem(item, generic=True)}; "
+                    "no device loads it",
                 )
         if len(set(value)) != len(value):
             raise self.invalid(f"'arch' in {where} repeats '{_first_repeat(value)}'")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,11 +111,15 @@ class Resolver:
         diags: Diagnostics,
         archives: ArchiveSource,
         disabled: str | None = None,
+        authored: bool = False,
     ):
         self.catalog = catalog
         self.diags = diags
         self.disabled = disabled
         self.archives = archives
+        # An authored tree (what ``descriptors pack`` reads): a pack without kernels
+        # is one the kernel list fills, not a pack to drop.
+        self.authored = authored
 
     def run(self) -> list[DescriptorSet]:
         engines = self.catalog.of_type(".ued.json")
@@ -242,7 +247,7 @@ class Resolver:
         for kernel in kernels:
             if kernel.source.kind == "kpack":
                 self.check_kpack(kernel, resolved.effective_arch(kernel))
-        if not kernels:
+        if not kernels and not self.authored:
             raise _PackDropped("D424", "declares no kernels")
         return resolved
 
@@ -282,29 +287,9 @@ class Resolver:
         return ("D415" if candidates else "D413"), None
 
     def check_metadata(self, kernel: KernelDescriptor, schema: Descriptor) -> None:
-        fields = schema.body.by_name
-        values = kernel.metadata
-        for field in schema.body.fields:
-            if field.name not in values:
-                if field.mandatory:
-                    raise _PackDropped(
-                        "D417",
-                        f"kernel '{kernel.name}' omits metadata field "
-                        f"'{field.name}', which declares no default",
-                    )
-            elif not value_has_type(values[field.name], field.type):
-                raise _PackDropped(
-                    "D418",
-                    f"kernel '{kernel.name}' sets metadata field "
-                    f"'{field.name}' with a value of the wrong type",
-                )
-        if not fields.keys() >= values.keys():
-            key = min(values.keys() - fields.keys())  # the first undeclared, in sorted order
-            raise _PackDropped(
-                "D419",
-                f"kernel '{kernel.name}' sets metadata field '{key}', "
-                f"which schema '{schema.name}' does not declare",
-            )
+        problem = metadata_problem(kernel.name, kernel.metadata, schema)
+        if problem is not None:
+            raise _PackDropped(*problem)
 
     def check_kpack(self, kernel: KernelDescriptor, arch: tuple[str, ...]) -> None:
         library = resolved_library(kernel)
@@ -368,6 +353,37 @@ class Resolver:
                     f'"{kernel.path}", but no pack references it; it will never be '
                     "dispatched",
                 )
+
+
+def metadata_problem(
+    kernel: str, values: Mapping[str, Any], schema: Descriptor
+) -> tuple[str, str] | None:
+    """(code, reason) when a kernel's metadata does not fit its engine's schema (a
+    ``.kmd.json``): an undefaulted field omitted, a value of the wrong type, or a field
+    the schema does not declare; None when it fits."""
+    fields = schema.body.by_name
+    for field in schema.body.fields:
+        if field.name not in values:
+            if field.mandatory:
+                return (
+                    "D417",
+                    f"kernel '{kernel}' omits metadata field '{field.name}', which declares "
+                    "no default",
+                )
+        elif not value_has_type(values[field.name], field.type):
+            return (
+                "D418",
+                f"kernel '{kernel}' sets metadata field '{field.name}' with a value of the "
+                "wrong type",
+            )
+    if not fields.keys() >= values.keys():
+        key = min(values.keys() - fields.keys())  # the first undeclared, in sorted order
+        return (
+            "D419",
+            f"kernel '{kernel}' sets metadata field '{key}', which schema '{schema.name}' "
+            "does not declare",
+        )
+    return None
 
 
 def value_has_type(value: Any, kind: str) -> bool:

@@ -33,8 +33,7 @@ from typing import Any
 
 import zstandard
 
-from gfxpack.fatbin import elf
-from gfxpack.fatbin.targets import TargetId, flags_disagreement
+from gfxpack.amdgpu import TargetId, code_object_problem
 from gfxpack.kpack import DEFAULT_MAX_OBJECT_SIZE
 
 MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
@@ -46,7 +45,6 @@ CCOB_SIZES = {1: struct.Struct("<IQ"), 2: struct.Struct("<IIQ"), 3: struct.Struc
 METHODS = {0: "zlib", 1: "zstd"}
 DEVICE_PREFIX = "amdgcn-amd-amdhsa-"
 MAX_TRIPLE = 1024
-ELFOSABI_AMDGPU_HSA = 64
 CHUNK = 1 << 20
 # No zstd or zlib block expands more than this many times (zstd RLE blocks are the
 # worst): feeding at most (room left / MAX_RATIO) input bytes per call bounds the
@@ -187,16 +185,9 @@ def _device_target(triple: str, number: int) -> TargetId:
 
 
 def check_code_object(code: memoryview, target: TargetId, where: str) -> None:
-    """An AMDGPU code object for ``target``: ELF64 LE, EM_AMDGPU, HSA, matching e_flags."""
-    try:
-        head = elf.header(code)
-    except elf.ElfError as e:
-        raise BundleError(f"{where}: {e}, expected an AMDGPU code object") from None
-    if head.machine != elf.EM_AMDGPU:
-        raise BundleError(f"{where}: e_machine {head.machine}, expected {elf.EM_AMDGPU} (AMDGPU)")
-    if head.ident[7] != ELFOSABI_AMDGPU_HSA:
-        raise BundleError(f"{where}: OS/ABI {head.ident[7]}, expected {ELFOSABI_AMDGPU_HSA} (HSA)")
-    problem = flags_disagreement(target, head.flags, head.ident[8])
+    """An AMDGPU code object for exactly ``target``: ELF64 LE, EM_AMDGPU, HSA, matching
+    e_flags (the one check kpack and descriptors apply too, :mod:`gfxpack.amdgpu`)."""
+    problem = code_object_problem(code, target)
     if problem:
         raise BundleError(f"{where}: {problem}")
 
