@@ -70,10 +70,12 @@ def test_each_format_publishes_its_key_and_setup_files_where_its_clients_read_th
     # Only RPMs carry their own signatures; Debian signs the repository.
     assert (DEB.signs_packages, RPM.signs_packages) == (False, True)
     base = "https://repo.example.com/rocm"
-    assert DEB.setup_package_line(base, "r_1.0-1_all.deb").startswith(
+    assert DEB.setup_package_lines(base, "r_1.0-1_all.deb")["apt"].startswith(
         'd=$(mktemp -d) && curl -fsSLo "$d"/r_1.0-1_all.deb '
         f"{base}/apt/pool/main/r_1.0-1_all.deb && "
     )
-    assert RPM.setup_package_line(base, "r-1.0-1.noarch.rpm") == (
-        f"dnf install -y {base}/rpm/Packages/r-1.0-1.noarch.rpm"
-    )
+    assert RPM.setup_package_lines(base, "r-1.0-1.noarch.rpm") == {
+        "dnf": f"dnf install -y {base}/rpm/Packages/r-1.0-1.noarch.rpm",
+        "zypper": f"rpm --import {base}/rpm/repodata/repomd.xml.key && "
+        f"zypper install -y {base}/rpm/Packages/r-1.0-1.noarch.rpm",
+    }

@@ -2,12 +2,13 @@
 before use, quoted in them, and reaches the command it is meant for as it was given.
 
 The lines are run by real shells (bash and dash) with PATH holding only stand-ins for
-the commands they call (curl, tee, apt-get, dnf, cp, mktemp): each records its
-arguments and what it read, so a test sees exactly what a pasted line would have done,
-and nothing else can run (an unknown command is "not found")."""
+the commands they call (curl, tee, apt-get, dnf, zypper, rpm, cp, mktemp): each records
+its arguments and what it read, so a test sees exactly what a pasted line would have
+done, and nothing else can run (an unknown command is "not found")."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import stat
@@ -20,7 +21,9 @@ from click.testing import CliRunner
 from gfxpack.cli import cli
 from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.formats.package_format import shell_words
+from gfxpack.repo import publish
 from gfxpack.repo.inputs import RepoError
+from gfxpack.repo.names import RepositoryNames
 from gfxpack.repo.setup_package import (
     SetupPackage,
     check_base_url,
@@ -32,7 +35,7 @@ from tests.verify.helpers import write_package
 
 SHELLS = [shell for shell in ("bash", "dash") if shutil.which(shell)]
 # The commands the printed lines call; each stand-in logs its name and arguments.
-COMMANDS = ("curl", "tee", "apt-get", "dnf", "cp", "mktemp")
+COMMANDS = ("curl", "tee", "apt-get", "dnf", "zypper", "rpm", "cp", "mktemp")
 # Legitimate URLs whose characters a careless line would mangle or let the shell read.
 TRICKY_URLS = [
     "https://repo.example.com:8443/a%2Fb/~user/c+d/with%20space/x=1",
@@ -44,6 +47,12 @@ TRICKY_URLS = [
 
 def repo(*args: str):
     return CliRunner().invoke(cli, ["repo", *args])
+
+
+def printed_lines(output: str) -> dict[str, str]:
+    """Package manager -> the setup line gfxpack repo printed for it."""
+    lines = [line.split(":", 1) for line in output.splitlines() if line.startswith("  ")]
+    return {client.strip(): line.strip() for client, line in lines}
 
 
 def one_error(result) -> str:
@@ -212,14 +221,25 @@ def test_the_setup_package_checks_its_own_values(tmp_path):
 # --- legitimate values arrive intact ------------------------------------------------------
 
 
-def expected_calls(fmt, url: str, suite: str = "stable") -> tuple[list[list[str]], str]:
-    """The calls the unsigned line of ``fmt`` makes for the repository at ``url``, and
-    what tee writes."""
-    if fmt is DEB:
-        calls = [["tee", "/etc/apt/sources.list.d/gfxpack.list"], ["apt-get", "update"]]
+def section(url: str, key_url: str | None = None, zypper: bool = False, **names) -> str:
+    """The .repo section a line writes for the repository at ``url``."""
+    repo_id = names.get("repo_id", "gfxpack")
+    lines = [f"[{repo_id}]", f"name={names.get('repo_name', repo_id)}", f"baseurl={url}/rpm"]
+    lines += ["type=rpm-md", "enabled=1", "autorefresh=1"] if zypper else []
+    lines += ["gpgcheck=1", "repo_gpgcheck=1", f"gpgkey={key_url}"] if key_url else ["gpgcheck=0"]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def expected_calls(client: str, url: str, suite: str = "stable", repo_id: str = "gfxpack"):
+    """The calls the unsigned line for ``client`` makes for the repository at ``url``,
+    and what its tee writes."""
+    if client == "apt":
+        calls = [["tee", f"/etc/apt/sources.list.d/{repo_id}.list"], ["apt-get", "update"]]
         return calls, f"deb [trusted=yes] {url}/apt {suite} main\n"
-    section = f"[gfxpack]\nname=gfxpack\nbaseurl={url}/rpm\ngpgcheck=0\n"
-    return [["tee", "/etc/yum.repos.d/gfxpack.repo"]], section
+    if client == "dnf":
+        return [["tee", f"/etc/yum.repos.d/{repo_id}.repo"]], section(url, repo_id=repo_id)
+    calls = [["tee", f"/etc/zypp/repos.d/{repo_id}.repo"], ["zypper", "refresh", repo_id]]
+    return calls, section(url, zypper=True, repo_id=repo_id)
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -230,12 +250,11 @@ def test_printed_lines_pass_a_tricky_url_intact(tmp_path, stand_ins, shell, url)
     write_package(build, RPM, "tool")
     result = repo("--in", str(build), "--out", str(tmp_path / "repo"), "--base-url", url + "/")
     assert result.exit_code == 0, result.output
-    printed = {line.split(":", 1)[0].strip(): line.split(":", 1)[1] for line in
-               result.stdout.splitlines() if line.startswith("  ")}  # fmt: skip
-    assert set(printed) == {"apt", "dnf"}
-    for fmt in FORMATS:
-        calls, written = expected_calls(fmt, url)
-        assert stand_ins.run(shell, printed[fmt.client]) == calls
+    printed = printed_lines(result.stdout)
+    assert list(printed) == ["apt", "dnf", "zypper"]
+    for client, line in printed.items():
+        calls, written = expected_calls(client, url)
+        assert stand_ins.run(shell, line) == calls
         assert stand_ins.tee_input() == written
 
 
@@ -246,23 +265,26 @@ def test_lines_for_a_local_repository_whose_path_has_spaces_and_quotes(tmp_path,
     out = tmp_path / "it's my $(repo) dir"
     result = repo("--in", str(build), "--out", str(out))
     assert result.exit_code == 0, result.output
-    lines = [line.split(":", 1)[1] for line in result.stdout.splitlines() if line.startswith("  ")]
+    printed = printed_lines(result.stdout)
     # OUT as a file: URL, percent-encoded: apt reads a space as a field separator.
     url = out.resolve().as_uri()
     assert "%20" in url and "%24%28repo%29" in url
-    for fmt, line in zip(FORMATS, lines, strict=True):
-        calls, written = expected_calls(fmt, url)
+    assert list(printed) == ["apt", "dnf", "zypper"]
+    for client, line in printed.items():
+        calls, written = expected_calls(client, url)
         assert stand_ins.run("bash", line) == calls
         assert stand_ins.tee_input() == written
 
 
-def signed_lines(out: Path, base_url: str | None, with_setup: bool) -> dict:
-    """setup_lines as gfxpack repo --sign-key [--setup-package] calls it."""
+def signed_lines(out: Path, base_url: str | None, with_setup: bool, **names) -> dict:
+    """setup_lines as gfxpack repo --sign-key [--setup-package] calls it; package
+    manager -> its line."""
     key = PublicKey(binary=b"\x99key", armored=b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
     keys = {fmt: fmt.key_path(out) for fmt in FORMATS}
     setup = SetupPackage("rocm-repo", base_url or "", "stable") if with_setup else None
     files = {fmt: Path(fmt.filename(setup.info(fmt, key, 0))) for fmt in FORMATS} if setup else {}
-    return setup_lines(out, base_url, "stable", keys, setup, files, FORMATS)
+    by_format = setup_lines(out, base_url, "stable", keys, files, FORMATS, RepositoryNames(**names))
+    return {client: line for lines in by_format.values() for client, line in lines.items()}
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -271,28 +293,37 @@ def test_signed_and_setup_package_lines_pass_a_tricky_url_intact(tmp_path, stand
     check_base_url(url)
     lines = signed_lines(tmp_path / "repo", url, with_setup=False)
     keyring = "/usr/share/keyrings/gfxpack-archive-keyring.gpg"
-    assert stand_ins.run(shell, lines[DEB]) == [
+    assert stand_ins.run(shell, lines["apt"]) == [
         ["curl", "-fsSLo", keyring, f"{url}/gfxpack-archive-keyring.gpg"],
         ["tee", "/etc/apt/sources.list.d/gfxpack.list"],
         ["apt-get", "update"],
     ]
     assert stand_ins.tee_input() == f"deb [signed-by={keyring}] {url}/apt stable main\n"
-    assert stand_ins.run(shell, lines[RPM]) == [["tee", "/etc/yum.repos.d/gfxpack.repo"]]
-    assert stand_ins.tee_input() == (
-        f"[gfxpack]\nname=gfxpack\nbaseurl={url}/rpm\ngpgcheck=1\nrepo_gpgcheck=1\n"
-        f"gpgkey={url}/rpm/RPM-GPG-KEY-gfxpack\n"
-    )
+    # dnf and zypper check the repository with the key beside repomd.xml's signature.
+    key_url = f"{url}/rpm/repodata/repomd.xml.key"
+    assert stand_ins.run(shell, lines["dnf"]) == [["tee", "/etc/yum.repos.d/gfxpack.repo"]]
+    assert stand_ins.tee_input() == section(url, key_url)
+    assert stand_ins.run(shell, lines["zypper"]) == [
+        ["rpm", "--import", key_url],
+        ["tee", "/etc/zypp/repos.d/gfxpack.repo"],
+        ["zypper", "refresh", "gfxpack"],
+    ]
+    assert stand_ins.tee_input() == section(url, key_url, zypper=True)
     lines = signed_lines(tmp_path / "repo", url, with_setup=True)
     # The .deb is fetched into a new directory (mktemp), never a fixed name in /tmp.
     deb = f"{stand_ins.scratch}/rocm-repo_1.0-1_all.deb"
-    assert stand_ins.run(shell, lines[DEB]) == [
+    assert stand_ins.run(shell, lines["apt"]) == [
         ["mktemp", "-d"],
         ["curl", "-fsSLo", deb, f"{url}/apt/pool/main/rocm-repo_1.0-1_all.deb"],
         ["apt-get", "install", "-y", deb],
         ["apt-get", "update"],
     ]
-    assert stand_ins.run(shell, lines[RPM]) == [
-        ["dnf", "install", "-y", f"{url}/rpm/Packages/rocm-repo-1.0-1.noarch.rpm"]
+    rpm = f"{url}/rpm/Packages/rocm-repo-1.0-1.noarch.rpm"
+    assert stand_ins.run(shell, lines["dnf"]) == [["dnf", "install", "-y", rpm]]
+    # zypper checks the setup package's signature: the key is imported first.
+    assert stand_ins.run(shell, lines["zypper"]) == [
+        ["rpm", "--import", key_url],
+        ["zypper", "install", "-y", rpm],
     ]
 
 
@@ -300,21 +331,189 @@ def test_a_local_signed_line_copies_the_published_keyring(tmp_path, stand_ins):
     out = tmp_path / "my repo"
     lines = signed_lines(out, None, with_setup=False)
     keyring = "/usr/share/keyrings/gfxpack-archive-keyring.gpg"
-    calls = stand_ins.run("bash", lines[DEB])
+    calls = stand_ins.run("bash", lines["apt"])
     assert calls[0] == ["cp", str((out / "gfxpack-archive-keyring.gpg").resolve()), keyring]
     assert stand_ins.tee_input() == (
         f"deb [signed-by={keyring}] {out.resolve().as_uri()}/apt stable main\n"
     )
+    # rpm --import reads a file: URL without decoding its %20: the path it is given.
+    calls = stand_ins.run("bash", lines["zypper"])
+    assert calls[0] == ["rpm", "--import", str((out / "rpm/repodata/repomd.xml.key").resolve())]
+
+
+# --- the names users' machines see ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_repository_id_and_name_reach_every_line(tmp_path, stand_ins, shell):
+    """--repo-id names the files each line writes and zypper's alias; --repo-name is what
+    dnf and zypper show, as it was given (quotes, '$', '%' and spaces in it)."""
+    build = tmp_path / "build"
+    write_package(build, DEB, "tool")
+    write_package(build, RPM, "tool")
+    url = "https://repo.example.com/rocm"
+    title = "ROCm 8.2 — it's $HOME's 100% \\ `x`"
+    result = repo(
+        "--in", str(build), "--out", str(tmp_path / "repo"), "--base-url", url,
+        "--repo-id", "rocm-8.2_main", "--repo-name", title,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    printed = printed_lines(result.stdout)
+    assert list(printed) == ["apt", "dnf", "zypper"]
+    calls, written = expected_calls("apt", url, repo_id="rocm-8.2_main")
+    assert stand_ins.run(shell, printed["apt"]) == calls
+    assert stand_ins.tee_input() == written
+    names = {"repo_id": "rocm-8.2_main", "repo_name": title}
+    assert stand_ins.run(shell, printed["dnf"]) == [["tee", "/etc/yum.repos.d/rocm-8.2_main.repo"]]
+    assert stand_ins.tee_input() == section(url, **names)
+    assert stand_ins.run(shell, printed["zypper"]) == [
+        ["tee", "/etc/zypp/repos.d/rocm-8.2_main.repo"],
+        ["zypper", "refresh", "rocm-8.2_main"],
+    ]
+    assert stand_ins.tee_input() == section(url, zypper=True, **names)
+
+
+def test_json_gives_each_formats_lines_by_package_manager(tmp_path):
+    build = tmp_path / "build"
+    write_package(build, DEB, "tool")
+    write_package(build, RPM, "tool")
+    result = repo("--in", str(build), "--out", str(tmp_path / "repo"), "--json")
+    assert result.exit_code == 0, result.output
+    by_format = {r["format"]: r["setup"] for r in json.loads(result.stdout)}
+    assert {fmt: list(lines) for fmt, lines in by_format.items()} == {
+        "deb": ["apt"],
+        "rpm": ["dnf", "zypper"],
+    }
+    assert by_format["rpm"]["zypper"].endswith("&& zypper refresh gfxpack")
+
+
+def test_a_signed_line_installs_the_keyring_under_the_repository_id(tmp_path, stand_ins):
+    lines = signed_lines(tmp_path / "repo", "https://r.example.com", False, repo_id="rocm")
+    keyring = "/usr/share/keyrings/rocm-archive-keyring.gpg"
+    assert stand_ins.run("bash", lines["apt"])[:2] == [
+        ["curl", "-fsSLo", keyring, "https://r.example.com/gfxpack-archive-keyring.gpg"],
+        ["tee", "/etc/apt/sources.list.d/rocm.list"],
+    ]
+    assert f"[signed-by={keyring}]" in stand_ins.tee_input()
+
+
+def test_the_setup_package_installs_files_named_by_the_repository_id(tmp_path):
+    key = PublicKey(binary=b"\x99key", armored=b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
+    setup = SetupPackage("rocm-repo", "https://r.example.com", "stable", "1.0", "rocm", "ROCm")
+    assert [path for path, _ in DEB.setup_files(setup, key)] == [
+        "/etc/apt/sources.list.d/rocm.sources",
+        "/usr/share/keyrings/rocm-archive-keyring.gpg",
+    ]
+    rpm_files = dict(RPM.setup_files(setup, key))
+    assert list(rpm_files) == [
+        "/etc/yum.repos.d/rocm.repo",
+        "/etc/zypp/repos.d/rocm.repo",
+        "/etc/pki/rpm-gpg/RPM-GPG-KEY-rocm",
+    ]
+    assert rpm_files["/etc/zypp/repos.d/rocm.repo"].startswith(b"[rocm]\nname=ROCm\n")
+    # The package keeps its own name.
+    assert DEB.filename(setup.info(DEB, key, 0)) == "rocm-repo_1.0-1_all.deb"
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "expected"),
+    [
+        (
+            "--origin",
+            "ROCm\nLabel: evil",
+            "--origin 'ROCm\\nLabel: evil': a newline is not allowed",
+        ),
+        (
+            "--origin",
+            "a,b",
+            "--origin 'a,b': expected one line of printable characters without ','",
+        ),
+        ("--origin", " ROCm", "not beginning or ending with a space"),
+        ("--origin", "", "--origin '': expected one line"),
+        ("--origin", "x" * 101, "101 characters are too many"),
+        ("--label", "ROCm\x1b[31m", "--label 'ROCm\\x1b[31m': an escape character is not allowed"),
+        ("--label", "l=x,o=y", "--label 'l=x,o=y': expected one line"),
+        ("--label", "ROCm\u202e", "the bidirectional control U+202E is not allowed"),
+        ("--repo-id", "../../etc/evil", "--repo-id '../../etc/evil': expected a repository id"),
+        ("--repo-id", "rocm;touch {sentinel}", "--repo-id 'rocm;touch"),
+        ("--repo-id", "-rf", "--repo-id '-rf': expected a repository id"),
+        ("--repo-id", "rocm repo", "--repo-id 'rocm repo'"),
+        ("--repo-id", "rocm+1", "--repo-id 'rocm+1'"),
+        ("--repo-id", "", "--repo-id ''"),
+        ("--repo-name", "ROCm\n[evil]", "--repo-name 'ROCm\\n[evil]': a newline is not allowed"),
+        ("--repo-name", "ROCm\r", "a carriage return is not allowed"),
+        ("--repo-name", " ", "--repo-name ' ': expected one line of printable characters"),
+        ("--repo-name", "x" * 201, "201 characters are too many"),
+    ],
+)
+def test_hostile_names_are_one_error_before_anything_is_written(tmp_path, option, value, expected):
+    build = tmp_path / "build"
+    write_package(build, DEB, "tool")
+    target, before = planted(tmp_path)
+    sentinel = tmp_path / "ran"
+    out = tmp_path / "repo"
+    value = value.format(sentinel=sentinel)
+    for setup in ((), ("--setup-package", "rocm-repo", "--sign-key", "NO-SUCH-KEY")):
+        args = ["--in", str(build), "--out", str(out), "--base-url", "https://r.example.com"]
+        result = repo(*args, *setup, option, value)
+        assert expected in one_error(result), setup
+        assert result.stdout == ""
+        assert not out.exists() and not sentinel.exists() and state(target) == before
+
+
+def test_the_library_checks_the_names_too(tmp_path):
+    """publish and setup_lines refuse what the command line would: the Release they
+    write and the lines they print hold the names as they are."""
+    build = tmp_path / "build"
+    write_package(build, DEB, "tool")
+    with pytest.raises(RepoError, match=r"--origin 'a\\nb': a newline is not allowed"):
+        publish(build, tmp_path / "repo", "stable", 0, names=RepositoryNames(origin="a\nb"))
+    assert not (tmp_path / "repo").exists()
+    with pytest.raises(RepoError, match=r"--repo-id 'a/b'"):
+        setup_lines(tmp_path, None, "stable", {}, {}, FORMATS, RepositoryNames(repo_id="a/b"))
+    setup = SetupPackage("rocm-repo", "https://r.example.com", "stable", repo_name="a\nb")
+    key = PublicKey(binary=b"\x99key", armored=b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
+    with pytest.raises(RepoError, match=r"--repo-name 'a\\nb'"):
+        write_setup_packages(setup, key, FORMATS, tmp_path / "made", 0)
+    assert not (tmp_path / "made").exists()
 
 
 # --- quoting alone holds, even for a value no check would let through --------------------
 
 
+def quoted_calls(client: str, payload: str) -> tuple[str, list[list[str]], str]:
+    """What the signed line for ``client`` calls and writes when the URL path, suite, id
+    and name are all ``payload``."""
+    base = f"https://repo.example.com/{payload}"
+    key_url = f"{base}/rpm/repodata/repomd.xml.key"
+    names = {"repo_id": payload, "repo_name": payload}
+    if client == "apt":
+        keyring = f"/usr/share/keyrings/{payload}-archive-keyring.gpg"
+        return (
+            client,
+            [
+                ["curl", "-fsSLo", keyring, f"{base}/gfxpack-archive-keyring.gpg"],
+                ["tee", f"/etc/apt/sources.list.d/{payload}.list"],
+                ["apt-get", "update"],
+            ],
+            f"deb [signed-by={keyring}] {base}/apt {payload} main\n",
+        )
+    if client == "dnf":
+        calls = [["tee", f"/etc/yum.repos.d/{payload}.repo"]]
+        return client, calls, section(base, key_url, **names)
+    calls = [
+        ["rpm", "--import", key_url],
+        ["tee", f"/etc/zypp/repos.d/{payload}.repo"],
+        ["zypper", "refresh", payload],
+    ]
+    return client, calls, section(base, key_url, zypper=True, **names)
+
+
 @pytest.mark.parametrize("shell", SHELLS)
 def test_quoting_alone_keeps_the_shell_out_of_every_value(tmp_path, stand_ins, shell):
     """The lines' own quoting, with the checks bypassed: a command substitution, quotes,
-    a ';', a backquote and a '%' in a URL, name or suite all reach the command as they
-    are and nothing runs (a stand-in touch would make the sentinel)."""
+    a ';', a backquote and a '%' in a URL, id, name or suite all reach the command as
+    they are and nothing runs (a stand-in touch would make the sentinel)."""
     sentinel = tmp_path / "ran"
     touch = stand_ins.bin / "touch"
     touch.write_text(f'#!/bin/sh\nexec {shutil.which("touch")} "$@"\n')
@@ -331,31 +530,18 @@ def test_quoting_alone_keeps_the_shell_out_of_every_value(tmp_path, stand_ins, s
     )
     for payload in payloads:
         base = f"https://repo.example.com/{payload}"
+        names = RepositoryNames(payload, payload, payload, payload)
         for fmt in FORMATS:
-            line = fmt.setup_line(base, True, tmp_path, payload, tmp_path / "k.gpg", payload)
-            calls = stand_ins.run(shell, line)
-            assert not sentinel.exists(), (payload, line)
-            if fmt is DEB:
-                assert calls[0] == [
-                    "curl",
-                    "-fsSLo",
-                    "/usr/share/keyrings/k.gpg",
-                    f"{base}/gfxpack-archive-keyring.gpg",
-                ]
-                assert calls[1] == ["tee", f"/etc/apt/sources.list.d/{payload}.list"]
-                expected = f"deb [signed-by=/usr/share/keyrings/k.gpg] {base}/apt {payload} main\n"
-            else:
-                assert calls == [["tee", f"/etc/yum.repos.d/{payload}.repo"]]
-                expected = (
-                    f"[{payload}]\nname={payload}\nbaseurl={base}/rpm\ngpgcheck=1\n"
-                    f"repo_gpgcheck=1\ngpgkey={base}/rpm/RPM-GPG-KEY-gfxpack\n"
-                )
-            assert stand_ins.tee_input() == expected
-            line = fmt.setup_package_line(base, "r_1.0-1_all.deb")
-            calls = stand_ins.run(shell, line)
-            assert not sentinel.exists(), (payload, line)
-            url = f"{base}/{fmt.pool(Path(fmt.repo_dir)).as_posix()}/r_1.0-1_all.deb"
-            assert any(url in call for call in calls), calls
+            lines = fmt.setup_lines(base, True, tmp_path, payload, tmp_path / "k.gpg", names)
+            for client, line in lines.items():
+                calls = stand_ins.run(shell, line)
+                assert not sentinel.exists(), (payload, line)
+                assert (client, calls, stand_ins.tee_input()) == quoted_calls(client, payload)
+            for client, line in fmt.setup_package_lines(base, "r_1.0-1_all.deb").items():
+                calls = stand_ins.run(shell, line)
+                assert not sentinel.exists(), (payload, line)
+                url = f"{base}/{fmt.pool(Path(fmt.repo_dir)).as_posix()}/r_1.0-1_all.deb"
+                assert any(url in call for call in calls), (client, calls)
     # The stand-in touch works: an unquoted substitution would have made the sentinel.
     assert stand_ins.run(shell, f"echo $(touch {shlex.quote(str(sentinel))})") == []
     assert sentinel.exists()

@@ -43,8 +43,8 @@ def _warn(message: str) -> None:
     "--sign-key",
     metavar="FPR",
     help="gpg key (fingerprint or user id) that signs the indexes: writes InRelease and "
-    "Release.gpg (apt) and repodata/repomd.xml.asc (dnf's repo_gpgcheck). gpg's "
-    "GNUPGHOME applies.",
+    "Release.gpg (apt), and repodata/repomd.xml.asc with the public key beside it as "
+    "repodata/repomd.xml.key (dnf's and zypper's repo_gpgcheck). gpg's GNUPGHOME applies.",
 )
 @click.option(
     "--base-url",
@@ -65,7 +65,37 @@ def _warn(message: str) -> None:
     "--setup-version",
     default="1.0",
     show_default=True,
-    help="Version of the setup package; raise it when --base-url or the key changes.",
+    help="Version of the setup package; raise it when --base-url, the key, --repo-id or "
+    "--repo-name changes.",
+)
+@click.option(
+    "--origin",
+    default="gfxpack",
+    show_default=True,
+    help="The apt repository's Origin (a Release field): what apt-cache policy shows as "
+    "o= and what users pin by (Pin: release o=ORIGIN). One line, no ','.",
+)
+@click.option(
+    "--label",
+    default="gfxpack",
+    show_default=True,
+    help="The apt repository's Label (a Release field): what apt-cache policy shows as "
+    "l= (Pin: release l=LABEL). One line, no ','.",
+)
+@click.option(
+    "--repo-id",
+    metavar="ID",
+    help="What users' machines call the repository: the files the printed lines and the "
+    "setup package install (/etc/apt/sources.list.d/ID.list or ID.sources, "
+    "/usr/share/keyrings/ID-archive-keyring.gpg, /etc/yum.repos.d/ID.repo, "
+    "/etc/zypp/repos.d/ID.repo) and the id dnf repolist and zypper repos list. Letters, "
+    "digits and ._-. Default: the --setup-package NAME, else gfxpack.",
+)
+@click.option(
+    "--repo-name",
+    metavar="TEXT",
+    help="The name dnf and zypper show for the repository (name= of its .repo file; "
+    "they replace $basearch and $releasever in it). One line. Default: the repository id.",
 )
 @click.option(
     "--wait/--no-wait",
@@ -88,6 +118,10 @@ def repo_command(
     base_url: str | None,
     setup_package: str | None,
     setup_version: str,
+    origin: str,
+    label: str,
+    repo_id: str | None,
+    repo_name: str | None,
     wait: bool,
     as_json: bool,
     quiet: bool,
@@ -112,6 +146,7 @@ def repo_command(
     from gfxpack.epoch import source_date_epoch
     from gfxpack.formats import FORMATS, format_named
     from gfxpack.repo.apt import check_suite
+    from gfxpack.repo.names import DEFAULT, RepositoryNames
     from gfxpack.repo.setup_package import (
         SetupPackage,
         check_base_url,
@@ -130,12 +165,17 @@ def repo_command(
     if base_url is not None:
         check_base_url(base_url)
     check_suite(suite)
-    setup = None
     if setup_package:
         check_setup_package(setup_package, setup_version)
         if sign_key is None or not base_url:
             raise GfxpackError("--setup-package needs --sign-key and --base-url")
-        setup = SetupPackage(setup_package, base_url, suite, setup_version)
+    if repo_id is None:
+        repo_id = setup_package or DEFAULT
+    names = RepositoryNames(origin, label, repo_id, repo_name)
+    names.check()
+    setup = None
+    if setup_package and base_url:
+        setup = SetupPackage(setup_package, base_url, suite, setup_version, repo_id, repo_name)
     key = export_public_key(sign_key, None) if sign_key else None
     setup_files = {}
     with tempfile.TemporaryDirectory(prefix="gfxpack-setup-") as scratch:
@@ -152,26 +192,33 @@ def repo_command(
             write_index(made, setup_files.values())
             inputs.append(made)
         results = repo_module.publish(
-            inputs, out_path, suite, epoch, sign_key, warn=_warn, wait=wait, strict=strict
+            inputs,
+            out_path,
+            suite,
+            epoch,
+            sign_key,
+            warn=_warn,
+            wait=wait,
+            strict=strict,
+            names=names,
         )
     published = [fmt for fmt in FORMATS if any(r["format"] == fmt.name for r in results)]
     keys = publish_key(out_path, key, published) if key is not None else {}
-    lines = setup_lines(out_path, base_url, suite, keys, setup, setup_files, published)
+    lines = setup_lines(out_path, base_url, suite, keys, setup_files, published, names)
     for result in results:
-        result["setup"] = lines.get(format_named(result["format"]), "")
+        result["setup"] = lines.get(format_named(result["format"]), {})
     if as_json:
         click.echo(json.dumps(results, indent=2))
         return
     for result in results:
         where = out_path / format_named(result["format"]).repo_dir
+        details = [f"suite {result['suite']}"] if "suite" in result else []
+        details += ["signed"] if result["signed"] else []
         click.echo(
             f"{result['format']}: {len(result['added'])} new, {result['packages']} in {where}"
-            + (
-                f" (suite {result['suite']}{', signed' if result['signed'] else ''})"
-                if "suite" in result
-                else ""
-            )
+            + (f" ({', '.join(details)})" if details else "")
         )
-    for fmt, line in lines.items():
-        if not quiet:
-            click.echo(f"  {fmt.client}:  {line}")
+    if not quiet:
+        for by_client in lines.values():
+            for client, line in by_client.items():
+                click.echo(f"  {client}:  {line}")

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from gfxpack.formats.scripts import Alternative
     from gfxpack.inventory import Package
     from gfxpack.repo.inputs import InputFile
+    from gfxpack.repo.names import RepositoryNames
     from gfxpack.repo.setup_package import SetupPackage
     from gfxpack.repo.transaction import Transaction
     from gfxpack.repo.trust import PublicKey
@@ -97,7 +98,7 @@ class PackageFormat(abc.ABC):
     # Debian architecture names as libsolv's (RPM) architecture policy knows them
     solv_arches: Mapping[str, str]
     repo_dir: str  # the directory gfxpack repo makes for it: apt / rpm
-    client: str  # the package manager its setup line is for: apt / dnf
+    client: str  # the package manager its first setup line is for: apt / dnf
     noarch: str  # the architecture of a package for every machine: all / noarch
     # where a signed repository publishes its public key, relative to the repository
     # root, and whether ASCII-armored (rpm's gpgkey=) or binary (apt's signed-by=)
@@ -219,9 +220,11 @@ class PackageFormat(abc.ABC):
         epoch: int,
         sign_key: str | None,
         gnupghome: str | None,
+        names: RepositoryNames,
     ) -> RepositoryUpdate:
         """Everything adding ``files`` to the repository at ``root`` writes, checked (and
-        signed), with nothing written yet."""
+        signed), with nothing written yet; its indexes carry ``names`` where the format
+        has a place for them."""
 
     @abc.abstractmethod
     def pool(self, root: Path) -> Path:
@@ -242,22 +245,29 @@ class PackageFormat(abc.ABC):
         return key.armored if self.armored_key else key.binary
 
     @abc.abstractmethod
-    def setup_line(
-        self, base: str, served: bool, root: Path, suite: str, key: Path | None, name: str
-    ) -> str:
-        """One shell command line (run as root) that points the package manager at the
+    def setup_lines(
+        self,
+        base: str,
+        served: bool,
+        root: Path,
+        suite: str,
+        key: Path | None,
+        names: RepositoryNames,
+    ) -> dict[str, str]:
+        """Package manager -> one shell command line (run as root) that points it at the
         repository published under ``root``, served at ``base`` (``served``: a --base-url,
         else ``base`` is ``root`` as a file:// URL), checked with the published ``key``
-        (None: unsigned); ``name`` names the sources entry."""
+        (None: unsigned); what it writes is named by ``names``."""
 
-    def setup_package_line(self, base: str, package_file: str) -> str:
-        """One shell command line (run as root) that installs the repository's setup
-        package ``package_file`` from the repository served at ``base``."""
+    def setup_package_lines(self, base: str, package_file: str) -> dict[str, str]:
+        """Package manager -> one shell command line (run as root) that installs the
+        repository's setup package ``package_file`` from the repository served at
+        ``base``."""
         url = f"{base}/{self.pool(Path(self.repo_dir)).as_posix()}/{package_file}"
-        return self._install_from_url(url, package_file)
+        return self._install_from_url(base, url, package_file)
 
     @abc.abstractmethod
-    def _install_from_url(self, url: str, package_file: str) -> str: ...
+    def _install_from_url(self, base: str, url: str, package_file: str) -> dict[str, str]: ...
 
     @abc.abstractmethod
     def setup_files(self, setup: SetupPackage, key: PublicKey) -> list[tuple[str, bytes]]:
@@ -275,6 +285,10 @@ class PackageFormat(abc.ABC):
 
 # printf's format that prints each argument on a line of its own.
 _LINES = "%s\\n"
+# Where a signed rpm-md repository holds the armored key of the signature beside it
+# (repodata/repomd.xml.asc), relative to the repository: where zypper and dnf look for
+# a key they were not given, and what the printed setup lines import.
+RPM_MD_KEY = "repodata/repomd.xml.key"
 
 
 def shell_words(*words: str) -> str:
@@ -318,10 +332,13 @@ class _Deb(PackageFormat):
         epoch: int,
         sign_key: str | None,
         gnupghome: str | None,
+        names: RepositoryNames,
     ) -> RepositoryUpdate:
         from gfxpack.repo import apt
 
-        return apt.prepare(files, root, suite, epoch, sign_key, gnupghome)
+        return apt.prepare(
+            files, root, suite, epoch, sign_key, gnupghome, names.origin, names.label
+        )
 
     def pool(self, root: Path) -> Path:
         from gfxpack.repo import apt
@@ -339,14 +356,21 @@ class _Deb(PackageFormat):
     def same_package(self, one: Path, other: Path) -> bool:
         return filecmp.cmp(one, other, shallow=False)
 
-    def setup_line(
-        self, base: str, served: bool, root: Path, suite: str, key: Path | None, name: str
-    ) -> str:
+    def setup_lines(
+        self,
+        base: str,
+        served: bool,
+        root: Path,
+        suite: str,
+        key: Path | None,
+        names: RepositoryNames,
+    ) -> dict[str, str]:
         commands = []
         trust = "trusted=yes"
         if key is not None:
-            # Where apt (whose download sandbox may not read OUT) finds the keyring.
-            keyring = f"/usr/share/keyrings/{key.name}"
+            # Where apt (whose download sandbox may not read OUT) finds the keyring:
+            # where the setup package installs it.
+            keyring = f"/usr/share/keyrings/{names.repo_id}-archive-keyring.gpg"
             if served:
                 commands.append(shell_words("curl", "-fsSLo", keyring, f"{base}/{self.key_file}"))
             else:
@@ -354,21 +378,24 @@ class _Deb(PackageFormat):
             trust = f"signed-by={keyring}"
         # printf, not echo: some shells' echo reads backslashes in its argument.
         entry = shell_words("printf", _LINES, f"deb [{trust}] {base}/{self.repo_dir} {suite} main")
-        commands.append(f"{entry} | {shell_words('tee', f'/etc/apt/sources.list.d/{name}.list')}")
-        return " && ".join([*commands, "apt-get update"])
+        sources = f"/etc/apt/sources.list.d/{names.repo_id}.list"
+        commands.append(f"{entry} | {shell_words('tee', sources)}")
+        return {self.client: " && ".join([*commands, "apt-get update"])}
 
-    def _install_from_url(self, url: str, package_file: str) -> str:
+    def _install_from_url(self, base: str, url: str, package_file: str) -> dict[str, str]:
         # apt-get installs a local file only: fetched first, into a new directory (as
         # root, never a name in /tmp that another user could have made first).
         local = f'"$d"/{shlex.quote(package_file)}'
-        return (
-            f"d=$(mktemp -d) && curl -fsSLo {local} {shlex.quote(url)} && "
-            f"apt-get install -y {local} && apt-get update"
-        )
+        return {
+            self.client: (
+                f"d=$(mktemp -d) && curl -fsSLo {local} {shlex.quote(url)} && "
+                f"apt-get install -y {local} && apt-get update"
+            )
+        }
 
     def setup_files(self, setup: SetupPackage, key: PublicKey) -> list[tuple[str, bytes]]:
         return [
-            (f"/etc/apt/sources.list.d/{setup.name}.sources", setup.sources_text().encode()),
+            (f"/etc/apt/sources.list.d/{setup.ident}.sources", setup.sources_text().encode()),
             (setup.keyring_path, self.key_bytes(key)),
         ]
 
@@ -414,6 +441,7 @@ class _Rpm(PackageFormat):
         epoch: int,
         sign_key: str | None,
         gnupghome: str | None,
+        names: RepositoryNames,
     ) -> RepositoryUpdate:
         from gfxpack.repo import rpmmd
 
@@ -437,30 +465,75 @@ class _Rpm(PackageFormat):
 
         return rpmsign.same_contents(one, other)
 
-    def setup_line(
-        self, base: str, served: bool, root: Path, suite: str, key: Path | None, name: str
+    def setup_lines(
+        self,
+        base: str,
+        served: bool,
+        root: Path,
+        suite: str,
+        key: Path | None,
+        names: RepositoryNames,
+    ) -> dict[str, str]:
+        key_url = f"{base}/{self.repo_dir}/{RPM_MD_KEY}" if key is not None else None
+        lines = {}
+        for client, directory, extra in (
+            ("dnf", "/etc/yum.repos.d", ()),
+            # zypper refreshes the repository's metadata before each command that reads
+            # it (dnf does so when it expires).
+            ("zypper", "/etc/zypp/repos.d", ("type=rpm-md", "enabled=1", "autorefresh=1")),
+        ):
+            section = self._repo_section(base, key_url, names, extra)
+            repo_file = f"{directory}/{names.repo_id}.repo"
+            lines[client] = f"{section} | {shell_words('tee', repo_file)}"
+        # zypper is given the .repo file rather than `zypper addrepo URL`, which
+        # percent-encodes its URL again (a %20 of it would reach the server as %2520).
+        # It trusts the keys in rpm's database, so the key is imported first: from its
+        # URL, or for a repository on this machine from its path (rpm --import reads a
+        # file: URL without decoding its %20).
+        zypper = [lines["zypper"], shell_words("zypper", "refresh", names.repo_id)]
+        if key_url is not None:
+            source = key_url if served else str((root / self.repo_dir / RPM_MD_KEY).resolve())
+            zypper.insert(0, shell_words("rpm", "--import", source))
+        lines["zypper"] = " && ".join(zypper)
+        return lines
+
+    def _repo_section(
+        self, base: str, key_url: str | None, names: RepositoryNames, extra: Sequence[str]
     ) -> str:
+        """A printf that prints the .repo section of the repository at ``base``."""
         checks = (
-            ["gpgcheck=1", "repo_gpgcheck=1", f"gpgkey={base}/{self.key_file}"]
-            if key is not None
+            ["gpgcheck=1", "repo_gpgcheck=1", f"gpgkey={key_url}"]
+            if key_url is not None
             else ["gpgcheck=0"]
         )
         # Each line of the .repo section an argument of printf, never its format: a '%'
         # of a URL (%2F) reaches the file as it is.
-        section = [f"[{name}]", f"name={name}", f"baseurl={base}/{self.repo_dir}", *checks]
-        return (
-            f"{shell_words('printf', _LINES, *section)} "
-            f"| {shell_words('tee', f'/etc/yum.repos.d/{name}.repo')}"
-        )
+        section = [
+            f"[{names.repo_id}]",
+            f"name={names.title}",
+            f"baseurl={base}/{self.repo_dir}",
+            *extra,
+            *checks,
+        ]
+        return shell_words("printf", _LINES, *section)
 
-    def _install_from_url(self, url: str, package_file: str) -> str:
-        return shell_words("dnf", "install", "-y", url)
+    def _install_from_url(self, base: str, url: str, package_file: str) -> dict[str, str]:
+        # zypper checks the setup package's signature (dnf does not, for a package given
+        # as a file or URL): with the key the repository publishes.
+        key_url = f"{base}/{self.repo_dir}/{RPM_MD_KEY}"
+        return {
+            "dnf": shell_words("dnf", "install", "-y", url),
+            "zypper": (
+                f"{shell_words('rpm', '--import', key_url)} && "
+                f"{shell_words('zypper', 'install', '-y', url)}"
+            ),
+        }
 
     def setup_files(self, setup: SetupPackage, key: PublicKey) -> list[tuple[str, bytes]]:
         repo = setup.repo_text().encode()
         return [
-            (f"/etc/yum.repos.d/{setup.name}.repo", repo),  # dnf
-            (f"/etc/zypp/repos.d/{setup.name}.repo", repo),  # zypper
+            (f"/etc/yum.repos.d/{setup.ident}.repo", repo),  # dnf
+            (f"/etc/zypp/repos.d/{setup.ident}.repo", repo),  # zypper
             (setup.rpm_key_path, self.key_bytes(key)),
         ]
 

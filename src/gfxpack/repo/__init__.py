@@ -17,9 +17,10 @@ from gfxpack.formats import FORMATS
 from gfxpack.formats.package_format import RepositoryUpdate
 from gfxpack.repo import apt
 from gfxpack.repo.inputs import InputFile, RepoError, collect
+from gfxpack.repo.names import DEFAULT_NAMES, RepositoryNames
 from gfxpack.repo.transaction import Transaction, os_errors, recover
 
-__all__ = ["RepoError", "publish"]
+__all__ = ["RepoError", "RepositoryNames", "publish"]
 
 
 def _ignore(_: str) -> None:
@@ -50,13 +51,16 @@ def publish(
     warn: Callable[[str], None] = _ignore,
     wait: bool = True,
     strict: bool = False,
+    names: RepositoryNames = DEFAULT_NAMES,
 ) -> list[dict[str, Any]]:
     """Add the packages of ``builds`` to the repository of each format under ``out``: the
     apt one at out/apt, the rpm-md one at out/rpm; one summary per format published.
     Another run on ``out`` is waited for, or an error when not ``wait``. With ``strict``
-    a warning about the inputs stops the run before anything is written."""
+    a warning about the inputs stops the run before anything is written. The indexes
+    carry ``names`` where their format has a place for them (apt's Origin and Label)."""
     builds = [builds] if isinstance(builds, Path) else list(builds)
     apt.check_suite(suite)
+    names.check()
     with os_errors(str(out)):
         input_warnings: list[str] = []
         files = _inputs(builds, input_warnings.append)
@@ -76,7 +80,13 @@ def publish(
                     if chosen:
                         updates.append(
                             fmt.prepare_repository(
-                                chosen, out / fmt.repo_dir, suite, epoch, sign_key, gnupghome
+                                chosen,
+                                out / fmt.repo_dir,
+                                suite,
+                                epoch,
+                                sign_key,
+                                gnupghome,
+                                names,
                             )
                         )
                 # Every pool, then every record, then every index: a failure (a full

@@ -30,6 +30,7 @@ from gfxpack._io import file_digests
 from gfxpack.formats.package_format import DEB
 from gfxpack.repo.debfile import InvalidDeb, read_deb
 from gfxpack.repo.inputs import InputFile, RepoError, digest
+from gfxpack.repo.names import DEFAULT, RELEASE_FIELD, check_name
 from gfxpack.repo.signing import sign
 from gfxpack.repo.transaction import Transaction, check_published, read_record, stamp
 
@@ -147,10 +148,15 @@ def prepare(
     epoch: int,
     sign_key: str | None = None,
     gnupghome: str | None = None,
+    origin: str = DEFAULT,
+    label: str = DEFAULT,
 ) -> AptUpdate:
     """Everything a run adds to the repository at ``root``, checked and signed, with
-    nothing written yet. A published file name with other bytes is an error."""
+    nothing written yet; its Release says ``origin`` and ``label``. A published file
+    name with other bytes is an error."""
     check_suite(suite)
+    check_name("--origin", origin, RELEASE_FIELD)
+    check_name("--label", label, RELEASE_FIELD)
     pool = DEB.pool(root)
     record = _published(pool)
     added = []
@@ -166,7 +172,7 @@ def prepare(
             )
     _one_file_per_version(record, pool)
     indexes = _indexes(record)
-    release = _release(suite, indexes, epoch).encode()
+    release = _release(suite, indexes, epoch, origin, label).encode()
     signatures = {}
     if sign_key:
         signatures = {
@@ -226,13 +232,15 @@ def _stanza_text(stanza: dict[str, str]) -> str:
     return "".join(f"{field}: {value}\n" for field, value in stanza.items())
 
 
-def _release(suite: str, indexes: list[tuple[str, bytes]], epoch: int) -> str:
+def _release(
+    suite: str, indexes: list[tuple[str, bytes]], epoch: int, origin: str, label: str
+) -> str:
     arches = sorted(
         {name.split("/")[1].removeprefix("binary-") for name, _ in indexes if "/binary-" in name}
     )
     lines = [
-        "Origin: gfxpack",
-        "Label: gfxpack",
+        f"Origin: {origin}",
+        f"Label: {label}",
         f"Suite: {suite}",
         f"Codename: {suite}",
         f"Date: {formatdate(epoch, usegmt=True)}",

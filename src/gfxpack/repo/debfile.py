@@ -10,6 +10,7 @@ reach ``Packages`` or ``Contents``.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import lzma
 import re
@@ -67,6 +68,9 @@ class DebPackage:
 
     fields: dict[str, str]
     paths: list[str]
+    # With read_deb(..., digests=True): what each path holds, "sha256:<hex>" for a file
+    # (a hard link: its target's), "symlink:<target>" for a symlink, else its tar type.
+    digests: dict[str, str] | None = None
 
     @property
     def name(self) -> str:
@@ -141,10 +145,12 @@ def _member_kind(member: str) -> str | None:
     return None
 
 
-def read_deb(path: str) -> DebPackage:
-    """The control fields and installed paths of the .deb at ``path``, validated."""
+def read_deb(path: str, digests: bool = False) -> DebPackage:
+    """The control fields and installed paths of the .deb at ``path``, validated; with
+    ``digests``, also what each path holds (file contents are hashed as they stream by)."""
     control: str | None = None
     paths: list[str] = []
+    contents: dict[str, str] | None = {} if digests else None
     seen: list[str] = []
     try:
         with open(path, "rb") as file:
@@ -174,7 +180,7 @@ def read_deb(path: str) -> DebPackage:
                         )
                     control = _control_file(path, member, io.BytesIO(file.read(size)))
                 else:
-                    paths = _data_paths(path, member, _Member(file, size))
+                    paths = _data_paths(path, member, _Member(file, size), contents)
     except InvalidDeb:
         raise
     except (
@@ -190,7 +196,7 @@ def read_deb(path: str) -> DebPackage:
         raise InvalidDeb(f"{path}: no control.tar member with a control file")
     if "data.tar" not in seen:
         raise InvalidDeb(f"{path}: no data.tar member")
-    return DebPackage(parse_control(control, path), paths)
+    return DebPackage(parse_control(control, path), paths, contents)
 
 
 def _control_file(path: str, member: str, raw: BinaryIO) -> str | None:
@@ -211,7 +217,17 @@ def _control_file(path: str, member: str, raw: BinaryIO) -> str | None:
     return None
 
 
-def _data_paths(path: str, member: str, raw: _Member) -> list[str]:
+# What a tar entry that is neither a file nor a link is, for DebPackage.digests.
+_TAR_TYPES = {
+    tarfile.CHRTYPE: "character device",
+    tarfile.BLKTYPE: "block device",
+    tarfile.FIFOTYPE: "fifo",
+}
+
+
+def _data_paths(
+    path: str, member: str, raw: _Member, contents: dict[str, str] | None = None
+) -> list[str]:
     paths = []
     stream = _decompressed(member, cast(BinaryIO, io.BufferedReader(raw, 1 << 20)))
     with tarfile.open(fileobj=stream, mode="r|", encoding="utf-8", errors="strict") as tar:
@@ -222,7 +238,36 @@ def _data_paths(path: str, member: str, raw: _Member) -> list[str]:
             if _CONTROL_CHARACTERS.search(name) or "\n" in name or "\t" in name:
                 raise InvalidDeb(f"{path}: data.tar: path {name!r} holds a control character")
             paths.append(name)
+            if contents is not None:
+                contents[name] = _content(path, tar, entry, contents)
     return paths
+
+
+def _content(path: str, tar: tarfile.TarFile, entry: tarfile.TarInfo, seen: dict[str, str]) -> str:
+    if entry.isreg():
+        stream = tar.extractfile(entry)
+        assert stream is not None  # a regular file
+        digest = hashlib.sha256()
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+        return f"sha256:{digest.hexdigest()}"
+    if entry.issym():
+        if _CONTROL_CHARACTERS.search(entry.linkname) or set("\n\t") & set(entry.linkname):
+            raise InvalidDeb(
+                f"{path}: data.tar: symlink {entry.name!r} points at a name with a control "
+                "character"
+            )
+        return f"symlink:{entry.linkname}"
+    if entry.islnk():
+        # tar(5): a hard link names an earlier member, whose contents it shares.
+        target = entry.linkname.removeprefix("./")
+        if target not in seen:
+            raise InvalidDeb(
+                f"{path}: data.tar: hard link {entry.name!r} to {entry.linkname!r}, "
+                "which is not an earlier file of the archive"
+            )
+        return seen[target]
+    return _TAR_TYPES.get(entry.type, f"tar type {entry.type!r}")
 
 
 def parse_control(text: str, where: str) -> dict[str, str]:

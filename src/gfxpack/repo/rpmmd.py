@@ -1,15 +1,18 @@
 """An rpm-md repository (what dnf, yum and zypper read), made with createrepo_c's bindings.
 
     Packages/<file>.rpm
-    repodata/repomd.xml, repomd.xml.asc (signed with --sign-key),
-             <sha256>-primary.xml.gz, -filelists.xml.gz, -other.xml.gz
+    repodata/repomd.xml, repomd.xml.asc (signed with --sign-key) and repomd.xml.key
+             (the signing key, armored), <sha256>-primary.xml.gz, -filelists.xml.gz,
+             -other.xml.gz
 
 Incremental like the apt side: packages already published stay (checked against
 the pool's record first); the metadata is regenerated over every package
 (createrepo_c reads only RPM headers, fast enough not to need a cache). The new
 repodata is made and signed in a temporary directory by :func:`prepare` and
 swapped in whole by :meth:`RpmUpdate.commit_indexes`, so readers never see a
-half-written repository.
+half-written repository, nor a key that is not the one of the signature beside it.
+zypper and dnf look for ``repomd.xml.key`` when a repomd.xml is signed by a key they
+were not given (zypper offers to import it; ``--gpg-auto-import-keys`` accepts it).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 import createrepo_c as cr
 
 from gfxpack._io import DIRECTORY_MODE, FILE_MODE
-from gfxpack.formats.package_format import RPM
+from gfxpack.formats.package_format import RPM, RPM_MD_KEY
 from gfxpack.repo.inputs import InputFile, RepoError, digest
 from gfxpack.repo.rpmfile import InvalidRpm, read_rpm
 from gfxpack.repo.signing import sign
@@ -36,6 +39,7 @@ from gfxpack.repo.transaction import (
     read_record,
     stamp,
 )
+from gfxpack.repo.trust import export_armored_key
 
 KINDS = ("primary", "filelists", "other")
 
@@ -149,6 +153,10 @@ def prepare(
         if sign_key:
             signature = sign(repomd, sign_key, gnupghome, "repomd.xml", clear=False)
             (staging / "repomd.xml.asc").write_bytes(signature)
+            # Made beside the signature, in the repodata swapped in whole (RPM_MD_KEY
+            # is below repodata/).
+            key = export_armored_key(sign_key, gnupghome)
+            (staging / Path(RPM_MD_KEY).relative_to("repodata")).write_bytes(key)
             signed = True
         for path in staging.iterdir():
             path.chmod(FILE_MODE)

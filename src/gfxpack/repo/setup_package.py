@@ -1,11 +1,13 @@
 """The repository setup package: one small package per format that configures the
 package manager for a published repository and installs its signing key.
 
-    deb:  /etc/apt/sources.list.d/NAME.sources (deb822, Signed-By: the keyring)
-          /usr/share/keyrings/NAME-archive-keyring.gpg
-    rpm:  /etc/yum.repos.d/NAME.repo and /etc/zypp/repos.d/NAME.repo
+    deb:  /etc/apt/sources.list.d/ID.sources (deb822, Signed-By: the keyring)
+          /usr/share/keyrings/ID-archive-keyring.gpg
+    rpm:  /etc/yum.repos.d/ID.repo and /etc/zypp/repos.d/ID.repo
           (gpgcheck=1, repo_gpgcheck=1, gpgkey= the installed key)
-          /etc/pki/rpm-gpg/RPM-GPG-KEY-NAME
+          /etc/pki/rpm-gpg/RPM-GPG-KEY-ID
+
+where ID is the repository id (--repo-id), by default the package's own name.
 
 Installing it and then the wanted package is the whole user story. The packages
 are written into a directory with an ``index.json``, as a build's are, and
@@ -29,6 +31,7 @@ from gfxpack.outdir import INDEX
 from gfxpack.repo.apt import check_suite
 from gfxpack.repo.debfile import PACKAGE_NAME, VERSION
 from gfxpack.repo.inputs import RepoError, digest
+from gfxpack.repo.names import DEFAULT_NAMES, REPO_ID, REPO_NAME, RepositoryNames, check_name
 from gfxpack.repo.rpmfile import RPM_NAME, RPM_VERSION
 from gfxpack.repo.trust import PublicKey
 
@@ -103,10 +106,12 @@ def check_setup_package(name: str, version: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class SetupPackage:
-    name: str  # the package name, also the repository id and the files' names
+    name: str  # the package name
     base_url: str  # where OUT is served: BASE/apt and BASE/rpm
     suite: str
     version: str = "1.0"
+    repo_id: str | None = None  # what names the files it installs; None: ``name``
+    repo_name: str | None = None  # the name dnf and zypper show; None: the id
 
     def check(self) -> None:
         """Every value is one a package manager reads as given; otherwise one error
@@ -114,6 +119,17 @@ class SetupPackage:
         check_setup_package(self.name, self.version)
         check_base_url(self.base_url)
         check_suite(self.suite)
+        check_name("--repo-id", self.ident, REPO_ID)
+        check_name("--repo-name", self.title, REPO_NAME)
+
+    @property
+    def ident(self) -> str:
+        """The repository id: the .repo section and the installed files' names."""
+        return self.repo_id if self.repo_id is not None else self.name
+
+    @property
+    def title(self) -> str:
+        return self.repo_name if self.repo_name is not None else self.ident
 
     @property
     def url(self) -> str:
@@ -121,11 +137,11 @@ class SetupPackage:
 
     @property
     def keyring_path(self) -> str:
-        return f"/usr/share/keyrings/{self.name}-archive-keyring.gpg"
+        return f"/usr/share/keyrings/{self.ident}-archive-keyring.gpg"
 
     @property
     def rpm_key_path(self) -> str:
-        return f"/etc/pki/rpm-gpg/RPM-GPG-KEY-{self.name}"
+        return f"/etc/pki/rpm-gpg/RPM-GPG-KEY-{self.ident}"
 
     def sources_text(self) -> str:
         """The deb822 sources entry apt reads from /etc/apt/sources.list.d/."""
@@ -140,8 +156,8 @@ class SetupPackage:
     def repo_text(self) -> str:
         """The .repo section dnf (/etc/yum.repos.d) and zypper (/etc/zypp/repos.d) read."""
         return (
-            f"[{self.name}]\n"
-            f"name={self.name}\n"
+            f"[{self.ident}]\n"
+            f"name={self.title}\n"
             f"baseurl={self.url}/rpm\n"
             "type=rpm-md\n"
             "enabled=1\n"
@@ -214,21 +230,25 @@ def setup_lines(
     base_url: str | None,
     suite: str,
     keys: Mapping[PackageFormat, Path],
-    setup: SetupPackage | None,
     setup_files: Mapping[PackageFormat, Path],
     formats: Iterable[PackageFormat],
-) -> dict[PackageFormat, str]:
-    """format -> one shell command line that makes the repository at ``out`` usable on a
-    machine (run as root): the setup package's install when there is one, else the
-    sources entry written with the published key (``keys``). Every value in a line is
-    checked (:func:`check_base_url`, :meth:`SetupPackage.check`) and quoted."""
+    names: RepositoryNames = DEFAULT_NAMES,
+) -> dict[PackageFormat, dict[str, str]]:
+    """format -> package manager -> one shell command line that makes the repository at
+    ``out`` usable on a machine (run as root): the install of the setup package in
+    ``setup_files`` when there is one, else the sources entry written with the
+    published key (``keys``), named by ``names``. Every value in a line is checked
+    (:func:`check_base_url`, :meth:`RepositoryNames.check`) and quoted."""
+    if base_url is not None:
+        check_base_url(base_url)
+    check_suite(suite)
+    names.check()
     # OUT as a URL: percent-encoded, so that a space in it is no field separator to apt.
     base = base_url.rstrip("/") if base_url else out.resolve().as_uri()
     lines = {}
     for fmt in formats:
-        if setup is not None and fmt in setup_files:
-            lines[fmt] = fmt.setup_package_line(base, setup_files[fmt].name)
+        if fmt in setup_files:
+            lines[fmt] = fmt.setup_package_lines(base, setup_files[fmt].name)
         else:
-            name = setup.name if setup else "gfxpack"
-            lines[fmt] = fmt.setup_line(base, bool(base_url), out, suite, keys.get(fmt), name)
+            lines[fmt] = fmt.setup_lines(base, bool(base_url), out, suite, keys.get(fmt), names)
     return lines

@@ -27,18 +27,26 @@ class PublicKey:
 
 def export_public_key(key: str, gnupghome: str | None) -> PublicKey:
     """The public part of ``key``, as gpg exports it (no other key, no secret part)."""
+    return PublicKey(_export(key, gnupghome, armor=False), _export(key, gnupghome, armor=True))
+
+
+def export_armored_key(key: str, gnupghome: str | None) -> bytes:
+    """The public part of ``key``, ASCII-armored (what an rpm-md repository publishes
+    beside the signature of its repomd.xml)."""
+    return _export(key, gnupghome, armor=True)
+
+
+def _export(key: str, gnupghome: str | None, armor: bool) -> bytes:
     env = {**os.environ, **({"GNUPGHOME": gnupghome} if gnupghome else {})}
-    exported = []
-    for armor in ([], ["--armor"]):
-        command = ["gpg", "--batch", "--export", "--export-options", "export-minimal", *armor]
-        try:
-            result = subprocess.run([*command, key], capture_output=True, env=env, check=False)
-        except FileNotFoundError:
-            raise RepoError("--sign-key needs gpg, which is not installed") from None
-        if result.returncode != 0 or not result.stdout:
-            raise RepoError(f"gpg has no public key {key} to publish (gpg --list-keys {key})")
-        exported.append(result.stdout)
-    return PublicKey(*exported)
+    command = ["gpg", "--batch", "--export", "--export-options", "export-minimal"]
+    command += ["--armor"] if armor else []
+    try:
+        result = subprocess.run([*command, key], capture_output=True, env=env, check=False)
+    except FileNotFoundError:
+        raise RepoError("--sign-key needs gpg, which is not installed") from None
+    if result.returncode != 0 or not result.stdout:
+        raise RepoError(f"gpg has no public key {key} to publish (gpg --list-keys {key})")
+    return result.stdout
 
 
 def publish_key(
