@@ -4,7 +4,10 @@ added, one removed, one dependency changed and one file moved."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -14,13 +17,17 @@ from gfxpack.artifacts import route, scan
 from gfxpack.build import DEFAULT_EPOCH, BuildOptions, build
 from gfxpack.cli import cli
 from gfxpack.config import load_config
+from gfxpack.diff import compare, text
 from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.formats.payload import Entry, EntryKind
 from gfxpack.formats.rpm_policy import LDCONFIG, ships_linker_libraries
+from gfxpack.inventory import Inventory, Package
 from gfxpack.plan import Kind, PlannedPackage, ReleasePlan, plan
 from gfxpack.plan.model import PackageRelations
 from gfxpack.repo import publish
-from tests.conftest import EXAMPLE_CONFIG, EXAMPLE_TARGETS
+from gfxpack.repo.rpmfile import FILEDIGESTALGO
+from tests.conftest import EXAMPLE_CONFIG, EXAMPLE_TARGETS, build_example
+from tests.repo.test_file_digests import patch_rpm_tag, write_deb
 
 REMOVED = "amdrocm-hipify"  # a non-versioned package nothing depends on
 ADDED = "amdrocm-hipify-tools8.2"
@@ -270,3 +277,199 @@ def test_a_repository_of_two_releases_is_its_newest_versions(
     assert f"    + {pin.format(DEPENDENCY, '=', 1)}" in lines
     moved_to = update.plan.by_key[MOVED_TO].name(fmt)
     assert any(line.startswith(f"  {update.moved}: ") and line.endswith(moved_to) for line in lines)
+
+
+# --- what changed inside packages, and releases that differ only in version ---------------
+
+BLAS_LIB = "blas_lib_generic/math-libs/BLAS"  # the artifact of amdrocm-blas-host8.2
+LIB = "/opt/rocm/core-8.2/lib"
+
+
+@dataclasses.dataclass
+class FileChanges:
+    out: Path
+    old_digest: str  # sha256 of the changed library before and after
+    new_digest: str
+
+
+@pytest.fixture(scope="module")
+def file_changes(example_artifacts, tmp_path_factory) -> FileChanges:
+    """8.2.1 built from the example's artifacts with, in amdrocm-blas-host8.2's, one
+    library changed, one symlink removed and one file added."""
+    base = tmp_path_factory.mktemp("file-changes")
+    artifacts = base / "artifacts"
+    shutil.copytree(example_artifacts, artifacts, symlinks=True)
+    library = artifacts / BLAS_LIB / "hipBLAS/stage/lib/libhipblas.so.1.4.0"
+    before = library.read_bytes()
+    library.write_bytes(before + b"\0")
+    (artifacts / BLAS_LIB / "origami/stage/lib/liborigami.so.1").unlink()
+    (artifacts / BLAS_LIB / "hipBLAS/stage/lib/hipblas-tuning.txt").write_text("tuned\n")
+    out = build_example(artifacts, base / "packages", version="8.2.1").out
+    return FileChanges(
+        out, hashlib.sha256(before).hexdigest(), hashlib.sha256(before + b"\0").hexdigest()
+    )
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
+def test_files_added_removed_and_changed_in_a_package(example_release, file_changes, fmt):
+    old, new = str(example_release.out), str(file_changes.out)
+    status, output = diff(old, new, "--format", fmt.name, "--json")
+    assert status == 0, output
+    found = json.loads(output)
+    assert found["files"] == [
+        {
+            "package": "amdrocm-blas-host8.2",
+            "added": [f"{LIB}/hipblas-tuning.txt"],
+            "removed": [f"{LIB}/liborigami.so.1"],
+            "changed": [
+                {
+                    "path": f"{LIB}/libhipblas.so.1.4.0",
+                    "old": f"sha256:{file_changes.old_digest}",
+                    "new": f"sha256:{file_changes.new_digest}",
+                }
+            ],
+        }
+    ]
+    assert (found["added"], found["removed"], found["dependencies"]) == ([], [], [])
+    assert found["version_only"] is False and found["changed"] is True
+
+    status, output = diff(old, new, "--format", fmt.name)
+    lines = output.splitlines()
+    start = lines.index("files changed in packages (1):")
+    assert lines[start : start + 5] == [
+        "files changed in packages (1):",
+        "  amdrocm-blas-host8.2:",
+        f"    + {LIB}/hipblas-tuning.txt",
+        f"    - {LIB}/liborigami.so.1",
+        f"    ~ {LIB}/libhipblas.so.1.4.0 (sha256:{file_changes.old_digest[:12]}… -> "
+        f"sha256:{file_changes.new_digest[:12]}…)",
+    ]
+    assert not lines[start + 5].startswith("    ")
+    # The version changed too, but the files did: --ignore-version does not hide them.
+    for extra in (["--exit-code"], ["--exit-code", "--ignore-version"]):
+        status, output = diff(old, new, "--format", fmt.name, *extra)
+        assert status == 1, (extra, output)
+
+
+@pytest.fixture(scope="module")
+def rebuilt(example_artifacts, tmp_path_factory) -> dict[str, Path]:
+    """The example's artifacts built again as 8.2.1 and as 8.3.0 (names and the install
+    prefix carry 8.3)."""
+    base = tmp_path_factory.mktemp("rebuilt")
+    return {
+        v: build_example(example_artifacts, base / v, version=v).out for v in ("8.2.1", "8.3.0")
+    }
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
+@pytest.mark.parametrize("version", ["8.2.1", "8.3.0"])
+def test_a_release_that_differs_only_in_version_says_so_in_one_line(
+    example_release, rebuilt, fmt, version
+):
+    old, new = str(example_release.out), str(rebuilt[version])
+    count = len(example_release.files(fmt))
+    # The version alone is a difference for --exit-code, and none with --ignore-version.
+    status, output = diff(old, new, "--format", fmt.name, "--exit-code")
+    assert status == 1
+    assert output.splitlines() == [
+        f"--- {old} (build 8.2.0-1, {fmt})",
+        f"+++ {new} (build {version}-1, {fmt})",
+        f"8.2.0 → {version}: only the version changed ({count} packages, identical contents)",
+    ]
+    status, output = diff(
+        old, new, "--format", fmt.name, "--json", "--exit-code", "--ignore-version"
+    )
+    assert status == 0
+    found = json.loads(output)
+    assert found["version_only"] is True and found["compared"] == count
+    assert found["added"] == found["removed"] == found["files"] == found["moved"] == []
+    renamed = {r["old"]: r["new"] for r in found["renamed"]}
+    if version == "8.3.0":  # every versioned name, and the prefix /opt/rocm/core-8.3
+        assert renamed["amdrocm-blas8.2-gfx942"] == "amdrocm-blas8.3-gfx942"
+        assert renamed["amdrocm-blas-host8.2"] == "amdrocm-blas-host8.3"
+        assert "amdrocm-blas" not in renamed  # the unversioned name is the same
+    else:
+        assert renamed == {}
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
+def test_changes_across_x_y_pair_the_renamed_packages_and_paths(file_changes, rebuilt, fmt):
+    """The changed 8.2.1 against 8.3.0 of the example's own files: amdrocm-blas-host8.2 and
+    /opt/rocm/core-8.2 are amdrocm-blas-host8.3 and /opt/rocm/core-8.3."""
+    status, output = diff(
+        str(file_changes.out), str(rebuilt["8.3.0"]), "--format", fmt.name, "--json"
+    )
+    assert status == 0, output
+    found = json.loads(output)
+    new_lib = LIB.replace("8.2", "8.3")
+    assert found["files"] == [
+        {
+            "package": "amdrocm-blas-host8.3",
+            "added": [f"{new_lib}/liborigami.so.1"],
+            "removed": [f"{LIB}/hipblas-tuning.txt"],
+            "changed": [
+                {
+                    "path": f"{new_lib}/libhipblas.so.1.4.0",
+                    "old": f"sha256:{file_changes.new_digest}",
+                    "new": f"sha256:{file_changes.old_digest}",
+                }
+            ],
+        }
+    ]
+    assert found["added"] == found["removed"] == found["dependencies"] == found["moved"] == []
+    assert {"old": "amdrocm-blas-host8.2", "new": "amdrocm-blas-host8.3"} in found["renamed"]
+    assert found["version_only"] is False
+
+
+def test_contents_not_recorded_are_not_called_identical():
+    """A side that knows a package's paths but not what they hold (None) is compared by
+    path, and the one line says so."""
+
+    def inventory(version: str, content: str | None) -> Inventory:
+        package = Package(
+            name="tool",
+            version=version,
+            arch=None,
+            kind=None,
+            depends=(),
+            recommends=(),
+            files={"/opt/tool/bin/tool": content},
+            download=10,
+            installed=10,
+        )
+        return Inventory(f"r{version}", "repository", DEB, {"tool": package})
+
+    result = compare(inventory("1.0-1", "sha256:ab"), inventory("1.1-1", None))
+    assert result.version_only and result.not_compared == ["file contents"]
+    assert text(result).splitlines()[2] == (
+        "1.0 → 1.1: only the version changed (1 packages, the same files; their contents "
+        "not compared: one side does not record them)"
+    )
+    changed = compare(inventory("1.0-1", "sha256:ab"), inventory("1.1-1", "sha256:cd"))
+    assert not changed.version_only
+    assert changed.files[0].changed[0].old == "sha256:ab"
+
+
+@pytest.mark.parametrize("fmt", ["deb", "rpm"])
+def test_a_broken_file_list_is_one_error_line(example_release, tmp_path, fmt):
+    build = tmp_path / "build"
+    build.mkdir()
+    if fmt == "rpm":
+        rpm = example_release.files("rpm")["amdrocm-blas-host8.2"]
+        name = rpm.name
+        patch_rpm_tag(rpm, build / name, FILEDIGESTALGO, 99)
+        why = "file digest algorithm [99] is not one rpm knows"
+    else:
+        name = "tool_1.0-1_all.deb"
+        link = tarfile.TarInfo("./opt/tool/b")
+        link.type, link.linkname = tarfile.LNKTYPE, "./opt/tool/a"
+        write_deb(build / name, [(link, b"")])
+        why = (
+            "data.tar: hard link './opt/tool/b' to './opt/tool/a', which is not an earlier "
+            "file of the archive"
+        )
+    (build / "index.json").write_text(json.dumps({"files": [{"file": name, "format": fmt}]}))
+    before = {p: p.read_bytes() for p in build.iterdir()}
+    status, output = diff(str(build), str(build), "--format", fmt)
+    assert (status, output) == (2, f"error: {build / name}: {why}\n")
+    assert {p: p.read_bytes() for p in build.iterdir()} == before  # diff writes nothing

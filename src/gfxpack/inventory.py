@@ -3,16 +3,17 @@ files and sizes, read from a plan, a build directory or a published repository.
 
 The three sources know different things: a plan knows names and dependencies but no
 files or sizes; a build and a repository know everything, read from the packages
-themselves (a .deb's control file and data listing, an .rpm's header through
-createrepo_c), so what is compared is what was shipped. ``diff`` compares two
-inventories; fields a source does not know are None and are not compared.
+themselves (a .deb's control file and data, each file hashed as it streams by; an
+.rpm's header, with the file digests rpm verifies), so what is compared is what was
+shipped. ``diff`` compares two inventories; fields a source does not know are None and
+are not compared.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,9 @@ class Package:
     kind: str | None  # the plan's kind, when the source has the plan
     depends: tuple[str, ...]  # Depends + Pre-Depends (DEB), Requires (RPM), as written
     recommends: tuple[str, ...]
-    files: frozenset[str] | None  # installed paths, directories excepted
+    # Installed paths, directories excepted, with what each holds: "sha256:<hex>" for a
+    # file, "symlink:<target>" for a symlink, None when only the path is known.
+    files: Mapping[str, str | None] | None
     download: int | None  # bytes of the package file
     installed: int | None  # bytes on disk: DEB Installed-Size (KiB) x 1024, RPM SIZE
 
@@ -178,10 +181,10 @@ def read_package(
 def read_deb_package(path: Path, kind: str | None, download: int) -> Package:
     """A .deb as an inventory package."""
     try:
-        deb = read_deb(str(path))  # checks the ar structure and the control grammar
+        deb = read_deb(str(path), digests=True)  # checks the ar structure and the control
     except InvalidDeb as e:
         raise InventoryError(str(e)) from None
-    control, paths = deb.fields, deb.paths
+    control, contents = deb.fields, deb.digests or {}
     name, version = deb.name, deb.version
 
     def field(*names: str) -> tuple[str, ...]:
@@ -199,7 +202,7 @@ def read_deb_package(path: Path, kind: str | None, download: int) -> Package:
         kind=kind,
         depends=field("Pre-Depends", "Depends"),
         recommends=field("Recommends"),
-        files=frozenset("/" + p for p in paths),
+        files={"/" + p: content for p, content in contents.items()},
         download=download,
         installed=int(installed) * 1024 if installed.isdigit() else None,
     )
@@ -212,6 +215,12 @@ def read_rpm_package(path: Path, kind: str | None, download: int) -> Package:
     """An .rpm as an inventory package (its header, read by createrepo_c)."""
     import createrepo_c as cr
 
+    from gfxpack.repo.rpmfile import InvalidRpm, read_files  # imports createrepo_c
+
+    try:
+        files = read_files(str(path))  # checks the headers before createrepo_c reads them
+    except InvalidRpm as e:
+        raise InventoryError(str(e)) from None
     try:
         header = cr.package_from_rpm(str(path), cr.SHA256, path.name)
     except (OSError, cr.CreaterepoCError) as e:
@@ -225,9 +234,7 @@ def read_rpm_package(path: Path, kind: str | None, download: int) -> Package:
         kind=kind,
         depends=tuple(_rpm_relation(r) for r in header.requires if not r[0].startswith("rpmlib(")),
         recommends=tuple(_rpm_relation(r) for r in header.recommends),
-        files=frozenset(
-            directory + base for kind_, directory, base, *_ in header.files if kind_ != "dir"
-        ),
+        files=files,
         download=download,
         installed=header.size_installed,
     )

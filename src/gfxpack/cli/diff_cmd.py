@@ -47,6 +47,12 @@ SAME, DIFFERENT, TROUBLE = 0, 1, 2
     help="Exit 1 when there are differences, 0 when there are none (as diff does).",
 )
 @click.option(
+    "--ignore-version",
+    is_flag=True,
+    help="With --exit-code: exit 0 when only the version differs (the same packages, "
+    "dependencies, files and contents).",
+)
+@click.option(
     "--target",
     "targets",
     multiple=True,
@@ -75,6 +81,7 @@ def diff_command(
     suite: str | None,
     as_json: bool,
     exit_code: bool,
+    ignore_version: bool,
     targets: tuple[str, ...],
     rocm_version: str | None,
     release: str,
@@ -82,19 +89,23 @@ def diff_command(
     mode: str,
 ) -> None:
     """Compare two releases: packages added and removed, dependencies changed,
-    files moved between packages, and sizes per package and per GPU arch.
+    files added, removed and changed (by digest) in each package, files moved
+    between packages, and sizes per package and per GPU arch.
 
     OLD and NEW are each a plan (a `plan --format json` file, or a package.json
     with --target and --rocm-version), a build directory (gfxpack build --out,
     read through its index.json) or a repository (gfxpack repo --out, or one
-    apt or rpm-md repository; the newest version of each package). A
-    dependency pinned to its own release, such as (= 8.2.0-1) against
-    (= 8.2.1-1), is not a change. Plans have no files or sizes: those are
-    compared only when both sides have them.
+    apt or rpm-md repository; the newest version of each package). The
+    version is taken out wherever it shows: a dependency pinned to its own
+    release, such as (= 8.2.0-1) against (= 8.2.1-1), a name or a path with
+    the X.Y (amdrocm-blas8.2 and amdrocm-blas8.3) are the same. Two releases
+    that differ in nothing else print one line saying so. Plans have no files
+    or sizes: those are compared only when both sides have them.
 
     \b
     Exit status: 0, or with --exit-code 0 when nothing differs and 1 when
-    something does; 2 on errors.
+    something does (the version alone too, unless --ignore-version); 2 on
+    errors.
     """
     from gfxpack import diff as diff_module
     from gfxpack import inventory
@@ -125,4 +136,5 @@ def diff_command(
         click.echo(json.dumps(result.as_dict(), indent=2))
     else:
         click.echo(diff_module.text(result), nl=False)
-    sys.exit(DIFFERENT if exit_code and result.changed else SAME)
+    differs = result.changed and not (ignore_version and result.version_only)
+    sys.exit(DIFFERENT if exit_code and differs else SAME)
