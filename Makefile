@@ -59,12 +59,12 @@ demo: $(STAMP) system-tools
 	$(VENV)/bin/gfxpack descriptors lint --root examples/descriptors \
 	    --symbols examples/descriptor-symbols.json | tail -n 1
 	$(VENV)/bin/gfxpack report --build $(DEMO)/packages --repo $(DEMO)/repo --html $(DEMO)/report.html
-	# Install for one GPU with apt-get (repository served on 127.0.0.1) and with rpm, each
+	# Install for one GPU with apt-get and with dnf (repository served on 127.0.0.1), each
 	# into a throwaway root, then list what a gfx942 and a gfx1100 load from what is there.
 	rm -rf $(DEMO)/root-deb $(DEMO)/root-deb.apt $(DEMO)/root-rpm
-	$(PY) examples/install_root.py --repo $(DEMO)/repo --format deb --root $(DEMO)/root-deb \
+	$(VENV)/bin/gfxpack try-install --repo $(DEMO)/repo --client apt --root $(DEMO)/root-deb \
 	    amdrocm-core8.2-gfx942
-	$(PY) examples/install_root.py --repo $(DEMO)/repo --format rpm --root $(DEMO)/root-rpm \
+	$(VENV)/bin/gfxpack try-install --repo $(DEMO)/repo --client dnf --root $(DEMO)/root-rpm \
 	    amdrocm-core8.2-gfx942
 	$(VENV)/bin/gfxpack descriptors list-engines --installed $(DEMO)/root-rpm --device gfx942 \
 	    --symbols examples/dnn-provider/symbols.json --level error

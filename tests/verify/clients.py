@@ -11,40 +11,22 @@ under test is checked with ``gpgcheck=1`` and ``repo_gpgcheck=1``.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
-from gfxpack.formats import RPM, PackageInfo
-from gfxpack.relations import render_rpm
+from gfxpack.formats import RPM
 from gfxpack.repo import publish
+from gfxpack.trial import scriptlet_tools, stand_ins
 from gfxpack.verify.system import read_system
 
 
 def stub_system_repo(where: Path) -> Path:
-    """An rpm-md repository (where/rpm) of stub packages standing for the system list."""
-    build = where / "stubs"
-    build.mkdir(parents=True, exist_ok=True)
+    """An rpm-md repository (where/rpm) of stub packages standing for the system list:
+    gfxpack try-install's stand-ins (name, version, Provides and Depends, no files)."""
     _, packages = read_system(None, RPM)
-    for package in packages:
-        version, _, release = package.version.partition("-")
-        provides = tuple(render_rpm(p) for p in package.provides)
-        info = PackageInfo(
-            name=package.name,
-            version=version,
-            release=release or "1",
-            arch=package.arch if package.arch != "all" else "noarch",
-            summary=f"stand-in for the system package {package.name}",
-            license="MIT",
-            # Paths too are plain Provides: no stub file covers a real one in the root.
-            provides=provides,
-            depends=tuple(render_rpm(d) for d in package.depends),
-            prefix="/",
-        )
-        with open(build / RPM.filename(info), "wb") as out:
-            RPM.write(info, out)
+    stand_ins(RPM, packages, where / "stubs")
     root = where / "system-repo"
-    publish(build, root, "stable", 1_700_000_000)
+    publish(where / "stubs", root, "stable", 1_700_000_000)
     return root / "rpm"
 
 
@@ -99,46 +81,10 @@ class Dnf:
         return dict(line.split(" ", 1) for line in listing.splitlines())
 
 
-# What the maintainer scripts run, copied from this machine into a throwaway root so
-# that rpm (which runs scriptlets chrooted into --root) can run them there.
-SHELL_TOOLS = {
-    "/bin/dash": "bin/sh",
-    "/usr/bin/update-alternatives": "usr/sbin/update-alternatives",
-    "/sbin/ldconfig": "sbin/ldconfig",
-}
-
-
 def shell_root(root: Path) -> Path:
-    """``root`` with a shell, update-alternatives and ldconfig (and the C library
-    they load), the directories update-alternatives keeps its state in, and an
-    empty rpm database."""
-    for source, target in SHELL_TOOLS.items():
-        (root / target).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, root / target)
-        for library in _libraries(source):
-            copy = root / library.lstrip("/")
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(library, copy)
-    for directory in (
-        "etc/alternatives",
-        "opt",  # the filesystem package's
-        "var/lib/dpkg/alternatives",
-        "var/log",
-        "var/tmp",
-        "tmp",
-    ):
-        (root / directory).mkdir(parents=True, exist_ok=True)
+    """``root`` with a shell, update-alternatives and ldconfig (and the C library they
+    load) copied from this machine, as gfxpack try-install gives an rpm root, the
+    directories update-alternatives keeps its state in, and an empty rpm database."""
+    scriptlet_tools(root)
     subprocess.run(["rpm", "--root", str(root), "--initdb"], check=True)
     return root
-
-
-def _libraries(binary: str) -> list[str]:
-    """The shared libraries ldd says ``binary`` loads, the dynamic loader included."""
-    listing = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
-    found = []
-    for line in listing.splitlines():
-        words = line.split()
-        path = words[2] if "=>" in words and len(words) > 2 else words[0] if words else ""
-        if path.startswith("/"):
-            found.append(path)
-    return found

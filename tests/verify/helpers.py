@@ -3,23 +3,21 @@ gfxpack repo, with the dependency mistakes the rules exist to catch."""
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import http.server
 import io
 import re
 import subprocess
 import tarfile
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 from gfxpack.formats import DEB, RPM, PackageFormat, PackageInfo
 from gfxpack.formats.payload import Entry, with_parents
 from gfxpack.relations import parse_deb
 from gfxpack.repo import publish
+from gfxpack.trial import apt_options, serve
 from gfxpack.verify.system import read_system
 from gfxpack.verify.universe import load
+
+__all__ = ["Apt", "craft_deb", "gfxarch_set", "make_repo", "rpm_files", "serve", "write_package"]
 
 
 def write_package(
@@ -104,68 +102,23 @@ def rpm_files(repo: Path, steps) -> list[Path]:
     ]
 
 
-# --- apt-get against a repository served on 127.0.0.1 -----------------------------------
-
-
-@contextlib.contextmanager
-def serve(directory: Path) -> Iterator[str]:
-    """An HTTP server for ``directory`` on a free port of 127.0.0.1; yields its URL."""
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    handler = functools.partial(Quiet, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
+# --- apt-get against a repository served on 127.0.0.1 (gfxpack.trial's server) ----------
 
 _INST = re.compile(r"^Inst (\S+)(?: \[([^\]]+)\])? \((\S+) ")
 _REMV = re.compile(r"^Remv (\S+)")
 
 
 class Apt:
-    """The system's apt-get with its own sources.list, state, cache and dpkg status:
-    nothing of the machine's apt configuration is read or changed."""
+    """The system's apt-get with its own sources.list, state, cache and dpkg status
+    (gfxpack.trial.apt_options): nothing of the machine's apt configuration is read
+    or changed."""
 
     def __init__(self, home: Path, sources: str, status: str) -> None:
         self.home = home
-        for directory in (
-            "state/lists/partial",
-            "cache/archives/partial",
-            "sourceparts",
-            "trustedparts",
-            "preferencesparts",
-            "log",
-        ):
-            (home / directory).mkdir(parents=True, exist_ok=True)
-        (home / "sources.list").write_text(sources)
         self.status = home / "status"
+        self.options = apt_options(home, self.status)
+        (home / "sources.list").write_text(sources)
         self.status.write_text(status)
-        self.options = []
-        for option, value in {
-            "Dir::Etc::sourcelist": home / "sources.list",
-            "Dir::Etc::sourceparts": home / "sourceparts",
-            "Dir::Etc::trusted": home / "trusted.gpg",
-            "Dir::Etc::trustedparts": home / "trustedparts",
-            "Dir::Etc::preferencesparts": home / "preferencesparts",
-            "Dir::State": home / "state",
-            "Dir::State::status": self.status,
-            "Dir::Cache": home / "cache",
-            "Dir::Log": home / "log",
-            "APT::Architecture": "amd64",
-            "APT::Sandbox::User": "root",
-            "Acquire::Languages": "none",
-            "Acquire::http::Proxy": "DIRECT",
-            "Debug::NoLocking": "1",
-        }.items():
-            self.options += ["-o", f"{option}={value}"]
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         result = subprocess.run(

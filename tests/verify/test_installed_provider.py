@@ -1,10 +1,9 @@
 """The example's hipDNN kernel provider, end to end: packed by gfxpack descriptors pack,
-split per arch into the dnn packages, installed by apt-get and by rpm into throwaway roots,
-and loaded for one GPU from what was installed."""
+split per arch into the dnn packages, installed by apt-get and by dnf into throwaway roots
+(gfxpack try-install), and loaded for one GPU from what was installed."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from click.testing import CliRunner
 from gfxpack.cli import cli
 from gfxpack.formats import DEB, FORMATS
 from gfxpack.kpack import KpackReader
+from gfxpack.trial import try_install
 from tests.conftest import EXAMPLE_TARGETS, ROOT, run
 
 PROVIDER = "opt/rocm/core-8.2/lib/hipdnn/arch_content/hip-kernel-provider"
@@ -64,6 +64,8 @@ def test_each_dnn_device_package_carries_only_its_arch_shards(example_release, f
         assert shipped == {
             f"{arch}/kpack/hip_kernel_provider_{arch}.kpack",
             *(f"{arch}/{pack}" for pack in PACKS),
+            # Where each shard's code objects came from, beside it (descriptors pack).
+            *(f"{arch}/{pack.removesuffix('.json')}.provenance.json.gz" for pack in PACKS),
         }, arch
     assert "amdrocm-dnn8.2-gfx950" not in files
     host = provider_files(contents(files["amdrocm-dnn-host8.2"]))
@@ -77,15 +79,6 @@ def test_each_dnn_device_package_carries_only_its_arch_shards(example_release, f
         if not name.startswith("amdrocm-dnn") and provider_files(contents(path))
     ]
     assert others == []
-
-
-def load_installer():
-    spec = importlib.util.spec_from_file_location(
-        "install_root", ROOT / "examples" / "install_root.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def list_engines(root: Path, device: str, *extra: str):
@@ -109,14 +102,15 @@ def engines_of(data: dict) -> dict[str, dict[str, list[str]]]:
 
 
 @pytest.mark.slow
-def test_apt_and_rpm_installs_load_the_engines_a_gfx942_sees(example_repo, tmp_path):
-    installer = load_installer()
+def test_apt_and_dnf_installs_load_the_engines_a_gfx942_sees(example_repo, tmp_path):
     roots = {}
-    for fmt in ("deb", "rpm"):  # install_root.py's --format values
+    for fmt, client in (("deb", "apt"), ("rpm", "dnf")):
         roots[fmt] = tmp_path / f"root-{fmt}"
-        installed = installer.install(example_repo, fmt, roots[fmt], ["amdrocm-core8.2-gfx942"])
-        assert {"amdrocm-dnn-host8.2", "amdrocm-dnn8.2-gfx942"} <= set(installed), fmt
+        trial = try_install(example_repo, ["amdrocm-core8.2-gfx942"], client, roots[fmt])
+        installed = {package.name for package in trial.packages}
+        assert {"amdrocm-dnn-host8.2", "amdrocm-dnn8.2-gfx942"} <= installed, fmt
         assert not [name for name in installed if "gfx1100" in name or "gfx950" in name], fmt
+        assert trial.ok and trial.archs == ["gfx942"], fmt
     gfx942 = listing(roots["deb"], "gfx942")
     assert engines_of(gfx942) == {"hipkernel:ConvFwd": CONV, "hipkernel:Pointwise": POINTWISE}
     assert gfx942["diagnostics"] == []
@@ -153,13 +147,3 @@ def test_apt_and_rpm_installs_load_the_engines_a_gfx942_sees(example_repo, tmp_p
     assert "dropped for gfx1100: pack hipkernel:pointwise_add" in text
     assert "no gfx1100 kernel is installed" in text
     assert not (roots["deb"] / PROVIDER / "gfx1100").exists()
-
-
-def test_install_root_never_replaces_a_directory_it_did_not_make(tmp_path):
-    installer = load_installer()
-    precious = tmp_path / "precious"
-    precious.mkdir()
-    (precious / "data").write_text("keep me")
-    with pytest.raises(installer.InstallFailed, match=r"was not made by install_root\.py"):
-        installer.install(tmp_path / "repo", "rpm", precious, ["amdrocm-core8.2-gfx942"])
-    assert (precious / "data").read_text() == "keep me"

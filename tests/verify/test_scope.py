@@ -17,9 +17,8 @@ from click.testing import CliRunner
 from gfxpack.cli import cli
 from gfxpack.repo import publish
 from gfxpack.verify.rules import arch_of
-from tests.conftest import load_generator, shared_path
+from tests.conftest import THEROCK_TARGETS
 
-THEROCK_TARGETS = ("gfx90a", "gfx942", "gfx1100")
 SUITES = [f"amdrocm-suite8.2-{arch}" for arch in ("gfx942", "gfx950", "gfx1100")]
 
 
@@ -32,19 +31,12 @@ def reports(result) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def therock_repo(tmp_path_factory) -> Path:
-    """TheRock's package.json built (both formats) from a generated artifacts tree and
-    published."""
-    config = shared_path("fixtures", "therock", "package.json")
-    from gfxpack.build import BuildOptions
-    from gfxpack.release import ReleaseOptions, build_release
-
-    base = tmp_path_factory.mktemp("therock")
-    load_generator().generate(base / "artifacts", config, list(THEROCK_TARGETS), 0.002, seed=7)
-    options = ReleaseOptions("8.2.0", targets=THEROCK_TARGETS, build=BuildOptions(jobs=2))
-    build_release(config, base / "artifacts", base / "packages", options)
-    publish(base / "packages", base / "repo", "stable", 1_700_000_000)
-    return base / "repo"
+def therock_repo(therock_release, tmp_path_factory) -> Path:
+    """TheRock's package.json built (both formats) from a generated artifacts tree
+    (tests/conftest.py) and published."""
+    repo = tmp_path_factory.mktemp("therock") / "repo"
+    publish(therock_release.out, repo, "stable", 1_700_000_000)
+    return repo
 
 
 @pytest.mark.parametrize("name", ["amdrocm-core8.2-gfx942", "amdrocm-core-sdk8.2-gfx942"])

@@ -344,7 +344,8 @@ def _verified(
     return data
 
 
-def _pick_suite(dists: Path, suite: str | None) -> str:
+def pick_suite(dists: Path, suite: str | None) -> str:
+    """The suite of ``dists`` to read: ``suite``, which must be there, else the only one."""
     suites = sorted(
         d.name for d in dists.iterdir() if (d / "Release").is_file() or (d / "InRelease").is_file()
     )
@@ -363,7 +364,7 @@ def _pick_suite(dists: Path, suite: str | None) -> str:
 def load_apt(universe: Universe, suite: str | None, deps: DepIds, keyring: Keyring | None) -> str:
     """Read the apt repository of one suite (verified against its Release); its label."""
     dists = universe.root / "dists"
-    suite = _pick_suite(dists, suite)
+    suite = pick_suite(dists, suite)
     release = dists / suite / "Release"
     digests, universe.trust = checked_release(dists / suite, keyring)
     seen: set[str] = set()
