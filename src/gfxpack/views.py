@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from gfxpack.errors import GfxpackError
 from gfxpack.formats.package_format import DEB, FORMATS, RPM, PackageFormat
+from gfxpack.formats.payload import install_path
 from gfxpack.plan.model import (
     Dep,
     Kind,
@@ -144,7 +145,8 @@ def _sources(plan: ReleasePlan, package: PlannedPackage) -> list[str]:
         if components:
             listed = components[0] if len(components) == 1 else "{" + ",".join(components) + "}"
             found.append(f"{source.artifact}_{listed}_{target}")
-    return [f"from {', '.join(found)} into {plan.prefix}/"] if found else []
+    # install_path: the prefix / gives "into /", not "into //".
+    return [f"from {', '.join(found)} into {install_path(plan.prefix, '')}"] if found else []
 
 
 # --- table ---------------------------------------------------------------------

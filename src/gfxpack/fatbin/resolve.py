@@ -12,6 +12,15 @@ first existing archive that lists the arch is asked for
 distinct errors (the runtime's codes 13 and 14). ``ROCM_KPACK_DISABLE`` turns
 the lookup off.
 
+Before installing, the host file and its archives are apart: ``gfxpack split``
+writes the host file in ``<name>_generic/...`` and each archive in the sibling
+artifact ``<name>_<arch>/...``, which installing merges into one tree. A binary
+inside a ``<name>_generic`` artifact (a directory holding ``artifact_manifest.txt``)
+therefore has each embedded path looked up in the sibling of its arch as well,
+right after the path itself: where the archive will be once installed. A miss says
+what there is instead: the archives that exist for other arches, or the target ids
+an archive holds the code object for.
+
 What a lookup costs grows with the inputs, not with how often a binary repeats
 itself: each reference is parsed once however many wrappers point at it, and
 references may not overlap, so together they are no longer than the file; a
@@ -35,26 +44,54 @@ from pathlib import Path
 import msgpack
 
 from gfxpack import kpack
+from gfxpack.artifacts import MANIFEST
 from gfxpack.errors import GfxpackError
 from gfxpack.fatbin import InvalidFatBinary, elf
 from gfxpack.fatbin.reader import HIPK, FatBinary
 from gfxpack.fatbin.targets import TargetId
+from gfxpack.plan.artifact_index import GENERIC
+from gfxpack.plan.targets import target_order
 
 PLACEHOLDER = "@GFXARCH@"
 MAX_REFERENCE = 64 * 1024  # the runtime parses at most this much
 SHOWN = 5  # archives an error names before saying how many more it tried
+# Directory entries read when a miss looks for the archives of other arches: enough for
+# any real .kpack directory or split output, bounded for a hostile one.
+LISTED = 10_000
+OTHERS = 64  # archives a miss opens to say what they hold (more than there are processors)
 
 
 class ResolveError(GfxpackError, ValueError):
     """A code object the runtime would not find."""
 
+    reason = "invalid-input"  # what --json reports, for scripts
+
+
+class Disabled(ResolveError):
+    """``ROCM_KPACK_DISABLE`` is set."""
+
+    reason = "disabled"
+
 
 class ArchiveNotFound(ResolveError):
     """None of the searched archives exists (the runtime's error 13)."""
 
+    reason = "archive-not-found"
+
+    def __init__(self, message: str, tried: list[str], elsewhere: dict[str, list[str]]):
+        super().__init__(message)
+        self.tried = tried
+        self.elsewhere = elsewhere  # archive for another arch -> the target ids it holds
+
 
 class ArchNotFound(ResolveError):
     """Archives exist but none holds the code object for any form of the arch (14)."""
+
+    reason = "arch-not-found"
+
+    def __init__(self, message: str, held: dict[str, list[str]]):
+        super().__init__(message)
+        self.held = held  # archive -> the target ids it holds the code object for
 
 
 @dataclass(frozen=True)
@@ -137,19 +174,57 @@ def _parse_reference(path: Path, index: int, raw: bytes) -> tuple[Reference, int
 def archive_paths(
     binary: Path, reference: Reference, arches: list[str], environ: Mapping[str, str]
 ) -> list[str]:
-    """The archives the runtime tries, in order."""
+    """The archives the runtime tries, in order; in split output each embedded path is
+    followed by its place in the sibling artifact of its arch."""
     override = _path_list(environ.get("ROCM_KPACK_PATH", ""))
     if override:
         return override
     paths = _path_list(environ.get("ROCM_KPACK_PATH_PREFIX", ""))
     directory = os.path.dirname(os.path.abspath(binary))
-    for relative in reference.search_paths:
-        resolved = posixpath.normpath(posixpath.join(directory, relative))
-        if PLACEHOLDER in resolved:
-            paths.extend(resolved.replace(PLACEHOLDER, arch, 1) for arch in arches)
-        else:
-            paths.append(resolved)
-    return paths
+    artifact = split_artifact(directory)
+    for resolved in _embedded(directory, reference):
+        forms = [(resolved.replace(PLACEHOLDER, arch, 1), [arch]) for arch in arches]
+        for path, siblings in forms if PLACEHOLDER in resolved else [(resolved, arches)]:
+            paths.append(path)
+            if artifact is not None:
+                paths.extend(_in_sibling(artifact, path, arch) for arch in siblings)
+    return [path for path in paths if path]
+
+
+def _embedded(directory: str, reference: Reference) -> list[str]:
+    """The reference's search paths, resolved against the binary's directory."""
+    return [posixpath.normpath(posixpath.join(directory, p)) for p in reference.search_paths]
+
+
+def split_artifact(directory: str) -> tuple[str, str] | None:
+    """(artifact directory, artifact name) of the ``<name>_generic`` artifact that holds
+    ``directory``, as ``gfxpack split`` writes them; None outside split output."""
+    here = directory
+    while True:
+        name = posixpath.basename(here)
+        if name.endswith(f"_{GENERIC}") and _is_file(posixpath.join(here, MANIFEST)):
+            return here, name[: -len(GENERIC) - 1]
+        parent = posixpath.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _in_sibling(artifact: tuple[str, str], path: str, arch: str) -> str:
+    """Where ``path`` inside the generic artifact is in the artifact of ``arch`` ('' when
+    it lies outside the generic artifact: no sibling stands for it)."""
+    top, name = artifact
+    if not path.startswith(top + "/"):
+        return ""
+    sibling = posixpath.join(posixpath.dirname(top), f"{name}_{arch}")
+    return sibling + path[len(top) :]
 
 
 def _path_list(value: str) -> list[str]:
@@ -180,7 +255,7 @@ def each_code_object(
     anything is read."""
     environ = os.environ if environ is None else environ
     if environ.get("ROCM_KPACK_DISABLE", "0") not in ("", "0"):
-        raise ResolveError("kpack loading is turned off by ROCM_KPACK_DISABLE")
+        raise Disabled("kpack loading is turned off by ROCM_KPACK_DISABLE")
     try:
         arches = TargetId.parse(target).less_specific()
     except ValueError as e:
@@ -256,14 +331,99 @@ def _locate(
             searched[start] = (candidates, [c for c in candidates if readers.present(c)])
         candidates, present = searched[start]
         if not present:
+            # With ROCM_KPACK_PATH the binary's own places are not searched: none named.
+            override = _path_list(environ.get("ROCM_KPACK_PATH", ""))
+            elsewhere = {} if override else _other_archives(path, reference, readers)
+            others = [
+                f"{archive} ({', '.join(targets) or 'empty'})"
+                for archive, targets in itertools.islice(elsewhere.items(), SHOWN)
+            ]
+            found = f"; archives for other target ids: {', '.join(others)}" if others else ""
             raise ArchiveNotFound(
-                f"{path}: wrapper {index}: no archive found; tried {_listed(candidates)}"
+                f"{path}: wrapper {index}: no archive found; tried {_listed(candidates)}{found}",
+                candidates,
+                elsewhere,
             )
         if (start, index) not in entries:
             key = f"{reference.kernel_name}#{index}"
             entries[start, index] = _find(path, index, key, arches, present, readers)
         located.append((wrapper, index, *entries[start, index]))
     return located
+
+
+def _other_archives(path: Path, reference: Reference, readers: _Readers) -> dict[str, list[str]]:
+    """archive -> the target ids it holds, of the archives named like the reference's
+    ``@GFXARCH@`` paths that exist for other arches (in a sibling artifact too), in
+    processor order: what a device of another arch would find. At most OTHERS are
+    opened, however many files a directory holds."""
+    found = dict(itertools.islice(_named_like(path, reference, readers), OTHERS))
+    return {
+        archive: sorted(readers.get(archive).arches, key=target_order)
+        for archive in sorted(found, key=lambda archive: target_order(found[archive]))
+    }
+
+
+def _named_like(path: Path, reference: Reference, readers: _Readers) -> Iterator[tuple[str, str]]:
+    """(archive, the arch its name gives) of every archive that opens and whose name fits
+    a ``@GFXARCH@`` search path of the reference with some arch in place of the
+    placeholder: beside the binary or, in split output, in the sibling artifact of
+    that arch. Each directory is read once, and LISTED bounds the work in all (a
+    directory read and each name compared count one), however many search paths the
+    reference holds and however many artifacts are beside it."""
+    directory = os.path.dirname(os.path.abspath(path))
+    artifact = split_artifact(directory)
+    siblings = _siblings(artifact) if artifact is not None else []
+    listings: dict[str, list[str]] = {}
+    budget = LISTED
+    looked: set[tuple[str, str, str | None]] = set()
+    for resolved in _embedded(directory, reference):
+        folder, pattern = posixpath.split(resolved)
+        if PLACEHOLDER not in pattern:
+            continue
+        folders: list[tuple[str, str | None]] = [(folder, None)]
+        if artifact is not None:
+            folders += [(_in_sibling(artifact, folder, arch), arch) for arch in siblings]
+        head, _, tail = pattern.partition(PLACEHOLDER)
+        for where, only in folders:
+            if not where or (where, pattern, only) in looked:
+                continue
+            looked.add((where, pattern, only))
+            if where not in listings:
+                listings[where] = _names(where)
+            names = listings[where][: budget - 1]
+            budget -= len(names) + 1
+            for name in names:
+                arch = name[len(head) : len(name) - len(tail)]
+                candidate = posixpath.join(where, name)
+                if (
+                    len(name) > len(head) + len(tail)
+                    and name.startswith(head)
+                    and name.endswith(tail)
+                    and only in (None, arch)
+                    and readers.present(candidate)
+                ):
+                    yield candidate, arch
+            if budget <= 0:
+                return
+
+
+def _siblings(artifact: tuple[str, str]) -> list[str]:
+    """The arches of the artifacts beside a generic one: ``<name>_<arch>``."""
+    top, name = artifact
+    return [
+        entry[len(name) + 1 :]
+        for entry in _names(posixpath.dirname(top))
+        if entry.startswith(f"{name}_") and entry != posixpath.basename(top)
+    ]
+
+
+def _names(directory: str) -> list[str]:
+    """Up to LISTED names in ``directory``; none when it cannot be read."""
+    try:
+        with os.scandir(directory) as listing:
+            return [entry.name for entry in itertools.islice(listing, LISTED)]
+    except OSError:
+        return []
 
 
 def _listed(paths: list[str]) -> str:
@@ -290,6 +450,20 @@ def _find(
             if arch in reader.arches_of(key):
                 return candidate, arch, reader.find(key, arch)
             break  # the runtime asks only the first archive listing the arch
+    held = {
+        candidate: sorted(readers.get(candidate).arches_of(key), key=target_order)
+        for candidate in present
+    }
+    holdings = [
+        f"{candidate} holds it for {', '.join(targets)}"
+        if targets
+        else f"{candidate} does not hold it"
+        for candidate, targets in itertools.islice(held.items(), SHOWN)
+    ]
+    more = f"; and {len(held) - SHOWN} more archives" if len(held) > SHOWN else ""
     raise ArchNotFound(
-        f"{path}: wrapper {index}: {key} not found for {', '.join(arches)} in {_listed(present)}"
+        f"{path}: wrapper {index}: {key} not found for {', '.join(arches)}; "
+        + "; ".join(holdings)
+        + more,
+        held,
     )

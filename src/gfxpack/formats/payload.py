@@ -1,6 +1,7 @@
 """Package contents and the two archive formats that carry them: tar and cpio (newc).
 
-A payload is a sorted tuple of :class:`Entry` values (absolute install paths);
+A payload is a sorted tuple of :class:`Entry` values (absolute, normalised install
+paths: joined by :func:`install_path`, checked by :func:`install_path_problem`);
 writers stream each regular file from disk once, hashing it on the way, and
 return the digests they computed. Output is reproducible: sorted entries,
 owner root:root, mtimes clamped to the build's SOURCE_DATE_EPOCH.
@@ -20,8 +21,11 @@ from enum import StrEnum
 from typing import BinaryIO
 
 from gfxpack._io import Writable
+from gfxpack.text_fields import TextKind
 
 CHUNK = 64 << 10
+# The characters of an install path: one line's, up to Linux's PATH_MAX.
+_PATH_TEXT = TextKind("one line of printable characters", 4096)
 
 
 class EntryKind(StrEnum):
@@ -53,6 +57,49 @@ class Entry:
     @property
     def is_file(self) -> bool:
         return self.kind == EntryKind.FILE
+
+
+def install_path_problem(path: str) -> str | None:
+    """Why ``path`` is not an install path (absolute, normalised, one line of printable
+    characters), in one line; None when it is. An install path is what a package's
+    member names are made of, so ``/`` is one and ``/usr/`` or ``opt/rocm`` are not.
+
+    >>> install_path_problem("/usr/lib"), install_path_problem("/")
+    (None, None)
+    >>> print(install_path_problem("/opt//rocm/"))
+    expected a normalised absolute path (no '.', '..', '//' or trailing '/'), such as /opt/rocm
+    """
+    if problem := _PATH_TEXT.problem(path):
+        return problem
+    if not path.startswith("/"):
+        return f"expected an absolute path, such as {posixpath.normpath('/' + path)}"
+    normal = "/" + "/".join(part for part in path.split("/") if part not in ("", "."))
+    if path != normal or "/../" in path + "/":
+        return (
+            "expected a normalised absolute path (no '.', '..', '//' or trailing '/'), "
+            f"such as {posixpath.normpath(normal)}"
+        )
+    return None
+
+
+def install_path(directory: str, name: str) -> str:
+    """The install path of ``name`` inside the install path ``directory``: the one place
+    install paths are joined, so that the prefix ``/`` gives ``/usr``, never ``//usr``.
+
+    >>> install_path("/", "usr"), install_path("/opt/rocm", "lib")
+    ('/usr', '/opt/rocm/lib')
+    """
+    return f"{directory.rstrip('/')}/{name}"
+
+
+def member_name(root: str, path: str) -> str:
+    """A tar or cpio member's name: ``root`` (``.``) then the install path. A path that
+    is not one is refused where every member is named, not written as ``.//usr/lib`` or
+    ``./opt/rocm//lib``: dpkg and rpm would record such names as they are, and no other
+    package's file or directory would match them."""
+    if problem := install_path_problem(path):
+        raise OSError(f"{path!r}: not an install path: {problem}")
+    return root + path
 
 
 def with_parents(entries: Iterable[Entry], mtime: int, stop: str = "/") -> tuple[Entry, ...]:
@@ -105,17 +152,16 @@ def write_tar(
     digests: dict[str, str] = {}
     written = _tar_header(out, root + "/", tarfile.DIRTYPE, 0o755, mtime)
     for entry in entries:
+        name = member_name(root, entry.path)
         if entry.kind == EntryKind.DIR:
-            written += _tar_header(
-                out, root + entry.path + "/", tarfile.DIRTYPE, entry.mode, entry.mtime
-            )
+            written += _tar_header(out, name + "/", tarfile.DIRTYPE, entry.mode, entry.mtime)
         elif entry.kind == EntryKind.SYMLINK:
             written += _tar_header(
-                out, root + entry.path, tarfile.SYMTYPE, entry.mode, entry.mtime, link=entry.link
+                out, name, tarfile.SYMTYPE, entry.mode, entry.mtime, link=entry.link
             )
         else:
             written += _tar_header(
-                out, root + entry.path, tarfile.REGTYPE, entry.mode, entry.mtime, size=entry.size
+                out, name, tarfile.REGTYPE, entry.mode, entry.mtime, size=entry.size
             )
             digests[entry.path] = _copy_contents(entry, out, algorithm)
             padding = -entry.size % tarfile.BLOCKSIZE
@@ -179,7 +225,7 @@ def write_cpio(
     returns each file's hex digest."""
     digests: dict[str, str] = {}
     for ino, entry in enumerate(entries, start=1):
-        name = root + entry.path
+        name = member_name(root, entry.path)
         if entry.kind == EntryKind.DIR:
             _cpio_header(out, name, ino, stat.S_IFDIR | entry.mode, 2, entry.mtime, 0)
         elif entry.kind == EntryKind.SYMLINK:

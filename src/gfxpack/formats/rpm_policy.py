@@ -10,7 +10,12 @@ and the packaging guidelines add, and rpmlint checks):
 - ``Requires(post)``/``Requires(postun)`` on update-alternatives for scriptlets
   that call it;
 - a ``Packager`` and a ``%changelog`` entry (generated from the version, the
-  maintainer and SOURCE_DATE_EPOCH).
+  maintainer and SOURCE_DATE_EPOCH);
+- no system directory (``/usr``, ``/usr/lib`` ...) listed: the distribution's
+  ``filesystem`` package owns those, some with other modes (Fedora's ``/usr/lib`` is
+  0555), and rpm refuses a second owner that disagrees; a package installed at the
+  distribution's own paths (``--install-prefix /``) lists only its files and its own
+  directories (rpm creates missing parents when it installs).
 """
 
 from __future__ import annotations
@@ -37,6 +42,30 @@ ALTERNATIVES = "/usr/sbin/update-alternatives"
 _LINKER_LIBRARY = re.compile(r".*/lib(64)?/lib[^/]+\.so\.[0-9][^/]*")
 _SHARED_LIBRARY = re.compile(r"lib[^/]*\.so(\.[0-9]+)*")
 _SCRIPT_FLAGS = {"postinst": SCRIPT_POST, "prerm": SCRIPT_PREUN, "postrm": SCRIPT_POSTUN}
+# The directories a distribution's filesystem package owns: rpmlint's STANDARD_DIRS
+# (rpmlint 2.4, checks/FilesCheck.py, "kept in sync with the filesystem package"), whose
+# standard-dir-owned-by-package error is what listing one of them costs.
+# fmt: off
+SYSTEM_DIRECTORIES = frozenset(
+    ["/", "/bin", "/boot", "/etc", "/etc/X11", "/etc/opt", "/etc/profile.d", "/etc/skel",
+     "/etc/xinetd.d", "/home", "/lib", "/lib/modules", "/lib64", "/media", "/mnt",
+     "/mnt/cdrom", "/mnt/disk", "/mnt/floppy", "/opt", "/proc", "/root", "/run", "/sbin",
+     "/selinux", "/srv", "/sys", "/tmp", "/usr", "/usr/X11R6", "/usr/bin", "/usr/bin/X11",
+     "/usr/etc", "/usr/games", "/usr/include", "/usr/lib", "/usr/lib/X11", "/usr/lib/games",
+     "/usr/lib/gcc-lib", "/usr/lib/menu", "/usr/lib64", "/usr/lib64/gcc-lib", "/usr/local",
+     "/usr/sbin", "/usr/share", "/usr/share/dict", "/usr/share/doc", "/usr/share/icons",
+     "/usr/share/info", "/usr/share/man", "/usr/share/misc", "/usr/src", "/usr/tmp", "/var",
+     "/var/cache", "/var/db", "/var/lib", "/var/lib/games", "/var/lib/misc", "/var/lib/rpm",
+     "/var/local", "/var/log", "/var/mail", "/var/nis", "/var/opt", "/var/preserve",
+     "/var/spool", "/var/spool/mail", "/var/tmp"]
+    + [f"/usr/X11R6/{d}" for d in ("bin", "doc", "include", "lib", "lib64", "man")]
+    + [f"/usr/local/{d}" for d in ("bin", "doc", "etc", "games", "info", "lib", "lib64",
+                                   "man", "sbin", "share", "share/man", "src")]
+    + [f"{man}/man{section}" for man in ("/usr/X11R6/man", "/usr/local/man",
+                                         "/usr/local/share/man", "/usr/share/man")
+       for section in "123456789n"]
+)
+# fmt: on
 
 
 def is_shared_library(entry: Entry) -> bool:
@@ -65,9 +94,12 @@ def _with_ldconfig(script: str | None) -> str:
 
 
 def apply(info: PackageInfo) -> PackageInfo:
-    """``info`` as an RPM should carry it: library modes and ldconfig scriptlets."""
+    """``info`` as an RPM should carry it: library modes, ldconfig scriptlets, no system
+    directories."""
     entries = tuple(
-        dataclasses.replace(e, mode=0o755) if is_shared_library(e) else e for e in info.entries
+        dataclasses.replace(e, mode=0o755) if is_shared_library(e) else e
+        for e in info.entries
+        if not (e.kind is EntryKind.DIR and e.path in SYSTEM_DIRECTORIES)
     )
     scripts = dict(info.scripts)
     if ships_linker_libraries(entries):
