@@ -111,6 +111,24 @@ def example_release(example_artifacts, tmp_path_factory) -> BuiltRelease:
     return build_example(example_artifacts, tmp_path_factory.mktemp("example") / "packages")
 
 
+# --- TheRock's package.json built (generated artifacts, both formats) ----------------------
+
+THEROCK_TARGETS = ("gfx90a", "gfx942", "gfx1100")
+
+
+@pytest.fixture(scope="session")
+def therock_release(tmp_path_factory) -> BuiltRelease:
+    """TheRock's package.json built from an artifacts tree examples/generate_artifacts.py
+    made for it; skips without ../shared. Built once a session: the tests of verify's
+    scope and of the generator share it."""
+    config = shared_path("fixtures", "therock", "package.json")
+    base = tmp_path_factory.mktemp("therock")
+    load_generator().generate(base / "artifacts", config, list(THEROCK_TARGETS), 0.002, seed=7)
+    options = ReleaseOptions("8.2.0", targets=THEROCK_TARGETS, build=BuildOptions(jobs=2))
+    release, built = build_release(config, base / "artifacts", base / "packages", options)
+    return BuiltRelease(release.plan, release.tree, release.routed, base / "packages", built)
+
+
 def run(*command: str, **options) -> subprocess.CompletedProcess:
     """Run a real tool; fail the test with its output when it fails."""
     result = subprocess.run(command, capture_output=True, text=True, check=False, **options)

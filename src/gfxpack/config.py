@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,7 +61,13 @@ class InvalidConfig(GfxpackError, ValueError):
         self.path = path
         self.problems = problems
         shown = text_fields.escaped(path)  # a file name may hold a newline too
-        super().__init__("\n".join(f"{shown}: {where}: {what}" for where, what in problems))
+        # A problem of the file itself (missing, unreadable) has no pointer: where is "".
+        super().__init__(
+            "\n".join(
+                f"{shown}: {where}: {what}" if where else f"{shown}: {what}"
+                for where, what in problems
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,18 +192,20 @@ _RELATION_KEYS: dict[str, list[tuple[PackageFormat, str]]] = {}
 for _fmt in FORMATS:
     for _key, _list_name in _fmt.relation_keys.items():
         _RELATION_KEYS.setdefault(_key, []).append((_fmt, _list_name))
-# Flags are matched case-insensitively, as upstream's is_key_defined does.
-_FLAGS = {
-    "gfxarch": "gfxarch",
-    "metapackage": "metapackage",
-    "disablepackaging": "disabled",
-    "postinstall": "postinstall",
-    "disable_dwz": "disable_dwz",
-    "disable_deb_strip": "disable_deb_strip",
-    "disable_rpm_strip": "disable_rpm_strip",
-    "disable_debug_package": "disable_debug_package",
-    "allow_special_modes": "allow_special_modes",
+# The flags as package.json spells them -> the attribute each sets. They are matched
+# case-insensitively, as upstream's is_key_defined does.
+FLAG_KEYS = {
+    "Gfxarch": "gfxarch",
+    "Metapackage": "metapackage",
+    "DisablePackaging": "disabled",
+    "Postinstall": "postinstall",
+    "Disable_DWZ": "disable_dwz",
+    "Disable_DEB_STRIP": "disable_deb_strip",
+    "Disable_RPM_STRIP": "disable_rpm_strip",
+    "Disable_Debug_Package": "disable_debug_package",
+    "Allow_Special_Modes": "allow_special_modes",
 }
+_FLAGS = {key.lower(): attribute for key, attribute in FLAG_KEYS.items()}
 # Upstream's strip / dwz / debug-package switches: gfxpack never strips, runs dwz on or
 # splits debug info out of a payload, so each already holds. Validated, not stored.
 _ALWAYS_HOLDING_FLAGS = frozenset(
@@ -215,22 +223,28 @@ _KNOWN_KEYS = (
     {"Package", "Artifactory"} | set(_STRING_FIELDS) | set(_RELATION_KEYS) | set(_LEGACY_KEYS)
 )
 _KNOWN_BY_LOWER = {key.lower(): key for key in _KNOWN_KEYS}
-# The spellings package.json uses for the flags, offered as suggestions.
-_FLAG_SPELLINGS = (
-    "Gfxarch",
-    "Metapackage",
-    "DisablePackaging",
-    "Postinstall",
-    "Disable_DWZ",
-    "Disable_DEB_STRIP",
-    "Disable_RPM_STRIP",
-    "Disable_Debug_Package",
-)
+# The keys of an Artifactory entry and of one of its Artifact_Subdir entries.
+ARTIFACT_KEYS = ("Artifact", "Artifact_Gfxarch", "Artifact_Subdir")
+SUBDIR_KEYS = ("Name", "Components")
 
 
-def _suggestion(key: str) -> str:
-    """`` (did you mean 'DEBDepends'?)`` when a known key is close to ``key``, else ""."""
-    known = {k.lower(): k for k in (*_KNOWN_KEYS, *_FLAG_SPELLINGS)}
+def known_keys() -> dict[str, tuple[str, ...]]:
+    """Every key gfxpack knows, by where it goes: ``package`` (a package object, flags
+    in their usual spelling; the keys it warns are ignored too), ``artifact`` (an
+    Artifactory entry) and ``subdir`` (an Artifact_Subdir entry). The reference,
+    docs/reference/package-json.md, documents exactly these (a test holds them equal)."""
+    package = {*_KNOWN_KEYS, *FLAG_KEYS, *_DOCUMENTED_BUT_IGNORED}
+    return {
+        "package": tuple(sorted(package)),
+        "artifact": ARTIFACT_KEYS,
+        "subdir": SUBDIR_KEYS,
+    }
+
+
+def _suggestion(key: str, keys: Iterable[str] = (*_KNOWN_KEYS, *FLAG_KEYS)) -> str:
+    """`` (did you mean 'DEBDepends'?)`` when one of ``keys`` (a package object's, by
+    default) is close to ``key``, else ""."""
+    known = {k.lower(): k for k in keys}
     close = difflib.get_close_matches(key.lower(), known, n=1, cutoff=0.75)
     return f" (did you mean {known[close[0]]!r}?)" if close else ""
 
@@ -243,18 +257,18 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         with os.fdopen(open_regular(path), "rb") as file:
             data = file.read(MAX_SIZE + 1)
     except FileNotFoundError:
-        raise InvalidConfig(str(path), [("/", "file not found")]) from None
+        raise InvalidConfig(str(path), [("", "file not found")]) from None
     except OSError as e:
-        raise InvalidConfig(str(path), [("/", f"cannot read file: {e.strerror}")]) from None
+        raise InvalidConfig(str(path), [("", f"cannot read file: {e.strerror}")]) from None
     if len(data) > MAX_SIZE:
         raise InvalidConfig(
-            str(path), [("/", f"a package list of at most {MAX_SIZE >> 20} MiB is expected")]
+            str(path), [("", f"a package list of at most {MAX_SIZE >> 20} MiB is expected")]
         )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InvalidConfig(
-            str(path), [("/", f"cannot read file: not UTF-8 text (byte {e.start})")]
+            str(path), [("", f"cannot read file: not UTF-8 text (byte {e.start})")]
         ) from None
     return parse_config(text, str(path))
 
@@ -486,9 +500,11 @@ class _Validator:
                 self.fail(here, f"expected an artifact object, got {_describe(item)}")
                 continue
             for key in item:
-                if key not in ("Artifact", "Artifact_Gfxarch", "Artifact_Subdir"):
+                if key not in ARTIFACT_KEYS:
                     self.warn(
-                        here + _pointer(key), package, f"unknown artifact key {key!r} ignored"
+                        here + _pointer(key),
+                        package,
+                        f"unknown artifact key {key!r} ignored{_suggestion(key, ARTIFACT_KEYS)}",
                     )
             if "Artifact" not in item:
                 self.fail(f"{here}/Artifact", f"expected {_ARTIFACT_TEXT.allowed}, got nothing")
@@ -505,11 +521,13 @@ class _Validator:
                     item["Artifact_Gfxarch"],
                     (frozenset({"true"}), frozenset({"false"})),
                 )
-            subdirs = self.subdirs(f"{here}/Artifact_Subdir", item.get("Artifact_Subdir", []))
+            subdirs = self.subdirs(
+                f"{here}/Artifact_Subdir", item.get("Artifact_Subdir", []), package
+            )
             sources.append(ArtifactSource(artifact, tuple(subdirs), gfxarch is not False))
         return tuple(sources)
 
-    def subdirs(self, where: str, value: Any) -> list[ArtifactSubdir]:
+    def subdirs(self, where: str, value: Any, package: str) -> list[ArtifactSubdir]:
         if not isinstance(value, list):
             self.fail(where, f"expected an array of subdir objects, got {_describe(value)}")
             return []
@@ -519,6 +537,14 @@ class _Validator:
             if not isinstance(item, dict):
                 self.fail(here, f"expected a subdir object, got {_describe(item)}")
                 continue
+            for key in item:
+                if key not in SUBDIR_KEYS:
+                    # A misspelt Components would otherwise package nothing, silently.
+                    self.warn(
+                        here + _pointer(key),
+                        package,
+                        f"unknown subdir key {key!r} ignored{_suggestion(key, SUBDIR_KEYS)}",
+                    )
             name = self.text(f"{here}/Name", item.get("Name"), _SUBDIR_TEXT)
             if name is None:
                 continue
