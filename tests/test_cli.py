@@ -228,7 +228,7 @@ def test_console_script_runs_as_a_module():
         check=False,
     )
     assert failed.returncode == 1
-    assert failed.stderr == "error: /nonexistent: /: file not found\n"
+    assert failed.stderr == "error: /nonexistent: file not found\n"
     assert "Traceback" not in failed.stderr
 
 

@@ -30,11 +30,13 @@ HEAVY = ("jsonschema", "solv", "createrepo_c", "rich", "zstandard", "jinja2", "m
 KPACK = {"msgpack", "zstandard"}  # .kpack archives: msgpack tables, zstd frames
 USES: dict[str, set[str]] = {
     "build": {"zstandard"},  # rich only for the progress bar on a terminal
+    "completion": set(),
     "descriptors": set(),  # a group: its subcommands import what they use
     "descriptors list-engines": KPACK,
     "descriptors lint": {"jsonschema", *KPACK},
     "descriptors pack": KPACK,
     "diff": {"solv", "zstandard"},  # repositories are read with libsolv, .debs with zstd
+    "init": set(),
     "join": {"rich", *KPACK},
     "kpack": set(),
     "kpack create": KPACK,
@@ -48,6 +50,7 @@ USES: dict[str, set[str]] = {
     "report": {"jinja2"},
     "sign": set(),
     "split": {"rich", *KPACK},
+    "try-install": {"solv", "zstandard", "createrepo_c"},  # reads the repository as verify
     "verify": {"solv", "zstandard"},  # rich only for the progress bar on a terminal
     "why": {"solv", "zstandard"},
 }
@@ -163,12 +166,14 @@ def run_args(command: str, tmp: Path) -> list[str]:
     release = ["--rocm-version", "8.2.0"]
     return {
         "build": ["--config", missing, "--artifacts", missing, "--out", out, *release],
+        "completion": ["bash"],
         "descriptors": ["--help"],
         "descriptors list-engines": ["--root", missing],
         "descriptors lint": ["--root", missing],
         "descriptors pack": ["--descriptors", missing, "--kernels", missing,
                              "--code-objects", missing, "--out", out],
         "diff": [missing, missing],
+        "init": ["--artifacts", missing, "--out", out],
         "join": [empty, "--out", out],
         "kpack": ["--help"],
         "kpack create": [out, missing, "--group", "g", "--arch", "gfx942"],
@@ -182,6 +187,7 @@ def run_args(command: str, tmp: Path) -> list[str]:
         "report": ["--build", missing, "--json"],
         "sign": [missing, "--key", "nobody"],
         "split": [empty, "--out", out],
+        "try-install": ["--repo", missing, "x"],
         "verify": ["--repo", missing],
         "why": ["--repo", missing, "--install", "x", "x"],
     }[command]  # fmt: skip
@@ -270,9 +276,9 @@ def test_every_command_module_is_registered() -> None:
 def test_help_lists_every_command() -> None:
     result = click.testing.CliRunner().invoke(cli, ["--help"])
     assert result.exit_code == 0
-    listed = {
-        line.split()[0] for line in result.output.split("Commands:")[1].splitlines() if line.strip()
-    }
+    lines = result.output.split("Commands:")[1].splitlines()
+    # A name starts its row; a long summary continues on lines indented further.
+    listed = {line.split()[0] for line in lines if line.strip() and not line.startswith("   ")}
     assert listed == set(COMMANDS)
 
 

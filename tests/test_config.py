@@ -267,7 +267,7 @@ def test_pointer_escapes_slash_and_tilde():
 def test_missing_file(tmp_path):
     with pytest.raises(InvalidConfig) as caught:
         load_config(tmp_path / "nope.json")
-    assert str(caught.value) == f"{tmp_path / 'nope.json'}: /: file not found"
+    assert str(caught.value) == f"{tmp_path / 'nope.json'}: file not found"
 
 
 def test_strip_and_dwz_switches_are_validated_though_they_always_hold():

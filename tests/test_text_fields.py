@@ -273,7 +273,7 @@ def test_package_json_that_is_no_file_or_too_big_is_refused(tmp_path, kind):
         message = "a package list of at most 16 MiB is expected"
     with pytest.raises(InvalidConfig) as error:
         load_config(config)
-    assert str(error.value) == f"{config}: /: {message}"
+    assert str(error.value) == f"{config}: {message}"
 
 
 def test_therocks_own_package_json_still_loads():

@@ -27,14 +27,23 @@ COMMANDS = {
         "gfxpack.cli.build_cmd:build_command",
         "Build every package of the release as .deb and .rpm files.",
     ),
+    "completion": Subcommand(
+        "gfxpack.cli.completion_cmd:completion_command",
+        "Print the script that makes a shell complete gfxpack on Tab.",
+    ),
     "descriptors": Subcommand(
         "gfxpack.cli.descriptors_cmd:descriptors_group",
         "Load, list and lint hipDNN kernel descriptors (arch_content trees).",
     ),
     "diff": Subcommand(
         "gfxpack.cli.diff_cmd:diff_command",
-        "Compare two releases: packages added and removed, dependencies changed, files moved "
-        "between packages, and sizes per package and per GPU arch.",
+        "Compare two releases: packages added and removed, dependencies changed, files "
+        "added, removed and changed (by digest) in each package, files moved between "
+        "packages, and sizes per package and per GPU arch.",
+    ),
+    "init": Subcommand(
+        "gfxpack.cli.init_cmd:init_command",
+        "Write a starter package.json for an artifacts tree (or a gfxpack split output).",
     ),
     "join": Subcommand(
         "gfxpack.cli.split_cmd:join",
@@ -46,7 +55,7 @@ COMMANDS = {
     ),
     "merge": Subcommand(
         "gfxpack.cli.merge_cmd:merge_command",
-        "Join the OUT directories of a release's shards (gfxpack build --shard ...) into OUT.",
+        "Join the OUT directories of a release's shards (gfxpack build --shard K/N) into OUT.",
     ),
     "plan": Subcommand(
         "gfxpack.cli.plan_cmd:plan_command",
@@ -67,6 +76,10 @@ COMMANDS = {
     "split": Subcommand(
         "gfxpack.cli.split_cmd:split",
         "Split the fat binaries of IN into host files and one .kpack archive per GPU arch.",
+    ),
+    "try-install": Subcommand(
+        "gfxpack.cli.try_install_cmd:try_install_command",
+        "Install PACKAGES from a repository into a throwaway root and report what was installed.",
     ),
     "verify": Subcommand(
         "gfxpack.cli.verify_cmd:verify_command",

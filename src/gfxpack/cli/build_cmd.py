@@ -141,7 +141,12 @@ DEFAULT_COMPRESSION = "zstd:9"
     help="Seconds to wait for the Dask scheduler to answer, and for a worker while its "
     "cluster has none (none started yet, or all gone): then the build ends with an error.",
 )
-@click.option("-q", "--quiet", is_flag=True, help="No notes and no progress, only the summary.")
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Print errors and one summary line only: no notes, progress or table.",
+)
 @strict_option
 @reports_errors
 def build_command(
@@ -255,7 +260,7 @@ def build_command(
         _, built = build_release(
             config_path, artifacts, out, options, notes, on_built, None if quiet else _note
         )
-    _print_build_summary(built, out, time.perf_counter() - started)
+    _print_build_summary(built, out, time.perf_counter() - started, quiet)
 
 
 def _note(message: str) -> None:
@@ -309,9 +314,13 @@ def _progress(quiet: bool) -> Iterator[OnBuilt | None]:
         yield bar
 
 
-def _print_build_summary(built: list[BuiltFile], out: str, seconds: float) -> None:
-    """Plain aligned columns, not a drawn table: the summary mostly lands in CI logs,
-    and pipelines calling build many times should not pay for a table library."""
+def _print_build_summary(built: list[BuiltFile], out: str, seconds: float, quiet: bool) -> None:
+    """One line, then (unless ``quiet``) a table of plain aligned columns, not a drawn
+    one: the summary mostly lands in CI logs, and pipelines calling build many times
+    should not pay for a table library."""
+    click.echo(f"{len(built)} packages in {out} ({seconds:.1f} s wall)")
+    if quiet:
+        return
     from gfxpack.plan import Kind
 
     rows = [("kind", "files", "bytes", "job seconds")]
@@ -321,7 +330,6 @@ def _print_build_summary(built: list[BuiltFile], out: str, seconds: float) -> No
             rows.append(_summary_row(kind.title, items))
     rows.append(_summary_row("total", built))
     widths = [max(len(row[column]) for row in rows) for column in range(4)]
-    click.echo(f"{len(built)} packages in {out} ({seconds:.1f} s wall)")
     for row in rows:
         first, *numbers = row
         cells = [first.ljust(widths[0])]

@@ -125,7 +125,11 @@ def release_options(command: Callable[P, R]) -> Callable[P, R]:
             help="asan: -asan names and the core-asan-X.Y prefix.",
         ),
         click.option(
-            "--install-prefix", default=None, help="Install prefix [default: /opt/rocm/core-X.Y]."
+            "--install-prefix",
+            default=None,
+            help="Install prefix, an absolute path [default: /opt/rocm/core-X.Y]. With / "
+            "files install at the paths they have in the artifacts (usr/lib/x.so at "
+            "/usr/lib/x.so): the distribution's own paths.",
         ),
         click.option(
             "--allow-missing-deps",
@@ -146,8 +150,15 @@ def plan_options(
     install_prefix: str | None,
     allow_missing_deps: bool,
 ) -> PlanOptions:
+    from gfxpack.formats.payload import install_path_problem
     from gfxpack.plan import MissingDependencies, Mode, PinPolicy, PlanOptions, Variant
+    from gfxpack.text_fields import shown
 
+    if install_prefix is not None:
+        # A trailing '/' (what shell completion adds) names the same directory.
+        given, install_prefix = install_prefix, install_prefix.rstrip("/") or install_prefix[:1]
+        if problem := install_path_problem(install_prefix):
+            raise GfxpackError(f"--install-prefix {shown(given)}: {problem}")
     return PlanOptions(
         mode=Mode(mode),
         pin_policy=PinPolicy(pin_policy),

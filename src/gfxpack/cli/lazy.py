@@ -19,6 +19,11 @@ from typing import Any
 import click
 from click.shell_completion import CompletionItem
 
+# The --help listing shows each command's whole summary (its first sentence), wrapped
+# onto more lines when the terminal is narrow, rather than cut at the column width
+# with "..." as click.Group does: a cut summary reads as a different sentence.
+WHOLE = 10_000
+
 
 @dataclass(frozen=True, slots=True)
 class Subcommand:
@@ -68,13 +73,26 @@ class LazyGroup(click.Group):
         return rows
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        names = self.list_commands(ctx)
-        if not names:
-            return
-        # click's layout: three times the default spacing between name and help.
-        limit = formatter.width - 6 - max(len(name) for name in names)
-        with formatter.section("Commands"):
-            formatter.write_dl(self._short_helps(ctx, limit))
+        rows = self._short_helps(ctx, WHOLE)
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = click.utils.make_str(args[0])
+        # click suggests close names among the commands it has loaded only, and a lazy
+        # group has loaded none: suggest among every name it knows. A word starting
+        # like an option is left to click, which parses it as one.
+        if name[:1].isalnum() and not ctx.resilient_parsing and not self._knows(ctx, name):
+            raise click.UsageError(no_such_command(name, self.list_commands(ctx)), ctx)
+        return super().resolve_command(ctx, args)
+
+    def _knows(self, ctx: click.Context, name: str) -> bool:
+        normalize = ctx.token_normalize_func
+        names = {name} if normalize is None else {name, normalize(name)}
+        return any(self.get_command(ctx, n) is not None for n in names)
 
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
         commands = [
@@ -85,3 +103,16 @@ class LazyGroup(click.Group):
         # Options come from click.Command's completion (click.Group's would list the
         # subcommands again, importing each).
         return commands + click.Command.shell_complete(self, ctx, incomplete)
+
+
+def no_such_command(name: str, known: list[str]) -> str:
+    """click's message for an unknown command, with the close names among ``known``."""
+    import difflib  # only on this error: every Tab imports this module
+
+    message = f"No such command {name!r}."
+    close = sorted(difflib.get_close_matches(name, known))
+    if len(close) == 1:
+        return f"{message} Did you mean {close[0]!r}?"
+    if close:
+        return f"{message} (Did you mean one of: {', '.join(map(repr, close))}?)"
+    return message

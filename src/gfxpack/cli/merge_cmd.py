@@ -20,7 +20,7 @@ from gfxpack.cli.common import reports_errors
 @click.option("--json", "as_json", is_flag=True, help="Print the full index as JSON.")
 @reports_errors
 def merge_command(shards: tuple[str, ...], out: str, as_json: bool) -> None:
-    """Join the OUT directories of a release's shards (gfxpack build --shard ...) into OUT.
+    """Join the OUT directories of a release's shards (gfxpack build --shard K/N) into OUT.
 
     Refuses shards built from different plans (package.json, targets, version, options
     or SOURCE_DATE_EPOCH differ), a package no shard built and a package two shards

@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 )  # fmt: skip
 @click.option("--force", is_flag=True, help="Replace OUT if it is an earlier split's output.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Print errors and one summary line only: no notes or table."
+)
 @max_object_size_option
 @reports_errors
 def split(
@@ -51,6 +54,7 @@ def split(
     jobs: int,
     force: bool,
     as_json: bool,
+    quiet: bool,
     max_object_size: int,
 ) -> None:
     """Split the fat binaries of IN into host files and one .kpack archive per GPU arch.
@@ -70,11 +74,29 @@ def split(
         # The format of gfxpack's other --json outputs (views.dumps), without importing them.
         click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False) + "\n", nl=False)
         return
+    if quiet:
+        click.echo(summary_line(report))
+        return
     from rich.console import Console
 
     for note in report.notes:
         click.echo(f"note: {note}", err=True)
     Console(width=120).print(summary_table(report))
+
+
+def summary_line(report: SplitReport) -> str:
+    """The summary of --quiet: what was written, and how many notes it did not print."""
+    line = (
+        f"{report.out}: {_count(report.binaries, 'fat binary', 'fat binaries')} split, "
+        f"archives for {_count(len(report.arches), 'GPU arch', 'GPU archs')}"
+    )
+    if report.notes:
+        line += f" ({_count(len(report.notes), 'note', 'notes')}: run without -q to see them)"
+    return line
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"
 
 
 def summary_table(report: SplitReport) -> Table:
