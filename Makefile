@@ -8,12 +8,12 @@ DEB_TOOLS := dot:graphviz rpm:rpm rpmkeys:rpm rpm2cpio:rpm2cpio cpio:cpio lintia
 	hipcc:hipcc clang-offload-bundler-15:clang-tools-15 readelf:binutils \
 	zypper:zypper rpmlint:rpmlint unshare:util-linux
 
-.PHONY: demo test lint bench fuzz realworld system-tools clean
+.PHONY: demo test check docs lint bench fuzz realworld system-tools clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,docs]'
 	touch $@
 
 system-tools:
@@ -82,8 +82,30 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests bench examples
 	$(VENV)/bin/mypy
 
-test: $(STAMP) system-tools lint
+test: $(STAMP) system-tools lint docs
 	$(VENV)/bin/pytest
+
+# The fast loop while editing: lint and the tests that drive no real tool, less the
+# few that take most of the time (hostile-input and property sweeps, the real tools'
+# byte checks, start-up timing, fuzz, code compiled with hipcc, wheels installed by
+# pip and uv): under a minute on 2 cores. make test runs everything.
+CHECK_SKIP := tests/fuzz tests/wheels tests/descriptors/test_hostile.py tests/descriptors/test_false_greens.py \
+	tests/formats/test_rpm.py tests/formats/test_deb.py tests/test_cli_startup.py \
+	tests/fatbin/test_bounded.py tests/plan/test_properties.py tests/build/test_dask.py \
+	tests/test_fresh_clone.py tests/repo/test_transaction.py tests/test_diff.py \
+	tests/test_graphviz.py tests/test_shard.py tests/cli/test_small.py tests/build/test_builder.py \
+	tests/build/test_builder_faults.py tests/scenarios/test_generate_artifacts.py tests/repo/test_publish.py \
+	tests/repo/test_setup_lines.py tests/verify/test_rpmsign.py
+check: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/ruff format --check src tests bench examples
+	$(VENV)/bin/pytest -q -m 'not slow' -k 'not hipcc' -p no:cacheprovider \
+	    $(addprefix --ignore=,$(CHECK_SKIP))
+
+# The documentation site (build/site), strict: a broken link or anchor fails it.
+# After changing a command: $(PY) -m gfxpack.cli.reference (the CLI page and man pages).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # The fuzz harnesses of tests/fuzz, run long (make test runs them briefly).
 fuzz: $(STAMP) system-tools

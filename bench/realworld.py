@@ -21,11 +21,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 from gfxpack.fatbin.join import join_tree
 from gfxpack.fatbin.reader import FatBinary
-from gfxpack.fatbin.resolve import resolve
+from gfxpack.fatbin.resolve import ResolveError, read_references, resolve
 from gfxpack.fatbin.split import split_tree
 
 PACKAGES = {"librocsparse0": ("sparse", "amdrocm-sparse"), "librocrand1": ("rand", "amdrocm-rand")}
@@ -107,10 +108,94 @@ def check_every_code_object(original: Path, installed: Path, scratch: Path) -> i
     return checked
 
 
+JAX_WHEELS = ("jax-rocm7-plugin==0.10.2", "jax-rocm7-pjrt==0.10.2")
+WHEEL_ARCH = "gfx942"
+
+
+def _split(library: Path) -> bool:
+    """Whether ``library`` is a host part that references kpack archives."""
+    try:
+        return bool(read_references(library))
+    except ResolveError:
+        return False
+
+
+def wheels(work: Path) -> None:
+    """The jax ROCm wheels from PyPI: split, join (every file identical), then pip and uv
+    install the host wheels and the gfx942 device wheels only into fresh virtual
+    environments, where ``gfxpack kpack resolve`` finds every gfx942 code object with
+    no variable set and every extension module loads as the unsplit one does."""
+    from gfxpack.wheels.join import join_wheels
+    from gfxpack.wheels.split import split_wheels
+
+    bin_dir = Path(sys.executable).parent
+    downloads = work / "wheels"
+    downloads.mkdir(parents=True, exist_ok=True)
+    if len(list(downloads.glob("*.whl"))) < len(JAX_WHEELS):
+        run(str(bin_dir / "pip"), "download", "-q", "--no-deps", "--only-binary=:all:",
+            "--python-version", "3.11", "-d", str(downloads), *JAX_WHEELS)  # fmt: skip
+    split, joined = work / "wheels-split", work / "wheels-joined"
+    results = split_wheels(downloads, split, os.cpu_count() or 1, force=True)
+    join_wheels(split, joined, force=True)
+    for original in sorted(downloads.glob("*.whl")):
+        with zipfile.ZipFile(original) as a, zipfile.ZipFile(joined / original.name) as b:
+            assert sorted(a.namelist()) == sorted(b.namelist()), original.name
+            assert all(a.read(n) == b.read(n) for n in a.namelist()), original.name
+    wanted = [f"{r.source.split('-')[0].replace('_', '-')}[device-{WHEEL_ARCH}]" for r in results]
+    loads = {}
+    for client in ("fat", "pip", "uv"):
+        venv = work / f"venv-{client}"
+        shutil.rmtree(venv, ignore_errors=True)
+        run(str(bin_dir / "uv"), "venv", "-q", "--python", sys.executable, str(venv))
+        python = str(venv / "bin" / "python")
+        if client == "pip":
+            run(str(bin_dir / "pip"), "--python", python, "install", "-q", "--no-cache-dir",
+                "--no-index", "--find-links", str(split), *wanted)  # fmt: skip
+        else:
+            sources = [str(w) for w in downloads.glob("*.whl")] if client == "fat" else wanted
+            links = [] if client == "fat" else ["--no-index", "--find-links", str(split)]
+            run(str(bin_dir / "uv"), "pip", "install", "-q", "--python", python, "--offline",
+                "--no-deps" if client == "fat" else "--no-cache", *links, *sources)  # fmt: skip
+        site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_path('platlib'))")
+                    .stdout.strip())  # fmt: skip
+        libraries = sorted(p for p in site.glob("jax_*/**/*.so"))
+        loads[client] = [
+            subprocess.run(
+                [python, "-c", f"import ctypes; ctypes.CDLL({str(p)!r})"], capture_output=True
+            ).returncode
+            for p in libraries
+        ]
+        if client == "fat":
+            continue
+        kpacks = sorted(p.name for p in site.rglob("*.kpack") if p.is_file())
+        assert all(WHEEL_ARCH in name for name in kpacks) and len(kpacks) == 2, kpacks
+        resolved = 0
+        for library in libraries:
+            # Kept whole (too little device code) or no HIP code at all: nothing to find.
+            if not _split(library):
+                continue
+            resolved += len(resolve(library, WHEEL_ARCH, environ={}))
+        size = sum(p.stat().st_size for p in site.rglob("*") if p.is_file())
+        print(f"{client}: {' '.join(wanted)}: {len(kpacks)} archives, {resolved} {WHEEL_ARCH} "
+              f"code objects resolved, {size / 1e6:.1f} MB installed")  # fmt: skip
+    assert loads["pip"] == loads["uv"] == loads["fat"], loads
+    fat_size = sum(p.stat().st_size for p in downloads.glob("*.whl"))
+    one_arch = sum(
+        (split / name).stat().st_size for r in results for name in (r.host, r.devices[WHEEL_ARCH])
+    )
+    print(f"download for {WHEEL_ARCH}: {one_arch / 1e6:.1f} MB of {fat_size / 1e6:.1f} MB fat; "
+          "join gave every file back identical; extension modules load as unsplit")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, default=Path("build/realworld"))
-    work = parser.parse_args().work.resolve()
+    parser.add_argument("--wheels", action="store_true", help="the jax ROCm wheels only")
+    arguments = parser.parse_args()
+    work = arguments.work.resolve()
+    if arguments.wheels:
+        wheels(work)
+        return
     debs = download(work)
     artifacts = work / "artifacts"
     shutil.rmtree(artifacts, ignore_errors=True)

@@ -32,7 +32,7 @@ build (a library that does not support a target yet), so there is no
 ``amdrocm-dnn<X.Y>-gfx950`` device package and the gfx950 metas depend on the
 amdrocm-dnn host package instead (build warns about both); without gfx950 among the
 targets there is none. For examples/package.json and TheRock's package.json that is
-the only difference (tests/test_generate_artifacts.py checks both). Another config
+the only difference (tests/scenarios/test_generate_artifacts.py checks both). Another config
 could show one more: a Gfxarch base whose gfxarch artifacts list no lib or test
 component gets no per-arch directories, so build makes it a non-gfxarch package.
 
@@ -58,7 +58,9 @@ from pathlib import Path
 
 from gfxpack.amdgpu import MACH
 from gfxpack.config import load_config
-from gfxpack.descriptors.pack import CodeObjectFiles, KernelList, pack, read_kernel_list
+from gfxpack.descriptors.code_object_sources import CodeObjectFiles
+from gfxpack.descriptors.kernel_list import KernelList, read_kernel_list
+from gfxpack.descriptors.pack import pack
 from gfxpack.kpack import write_kpack
 
 HERE = Path(__file__).resolve().parent

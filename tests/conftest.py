@@ -17,14 +17,29 @@ from gfxpack.config import load_config
 from gfxpack.formats import PackageFormat
 from gfxpack.plan import plan
 from gfxpack.release import ReleaseOptions, build_release
+from tests.golden import UPDATE_OPTION, Golden
 
 ROOT = Path(__file__).resolve().parent.parent
 # The fixtures shared by every worktree (../shared). GFXPACK_SHARED points elsewhere, e.g.
 # at a missing directory to run the suite as a fresh clone without ../shared would.
 SHARED = Path(os.environ.get("GFXPACK_SHARED") or ROOT.parent / "shared")
 EXAMPLE_CONFIG = ROOT / "examples" / "package.json"
-SEED_CONFIG = ROOT / "tests" / "plan" / "seed000" / "package.json"
+SEED_CONFIG = ROOT / "tests" / "scenarios" / "seed000" / "package.json"
 SEED_TARGETS = ("gfx1100", "gfx942")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        UPDATE_OPTION,
+        action="store_true",
+        help="rewrite the golden files of tests/scenarios/golden instead of comparing",
+    )
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> Golden:
+    """The scenario golden files, rewritten instead of compared under --update-golden."""
+    return Golden(update=request.config.getoption(UPDATE_OPTION))
 
 
 def shared_path(*parts: str) -> Path:

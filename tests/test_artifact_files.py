@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from gfxpack.artifact_files import symlink_target_problem
 from gfxpack.cli import cli
 from tests.conftest import run
 from tests.small_tree import PREFIX, build, make_tree, write_config
@@ -106,6 +107,46 @@ def test_a_symlink_out_of_the_tree_is_refused(tmp_path):
         f"error: {stage}/lib/up: symlink to '../../../../escape' leaves the install prefix "
         f"{PREFIX} (a packaged symlink must point inside it)",
     ]
+
+
+def test_a_symlink_climbing_after_a_name_is_refused(tmp_path):
+    """``here -> .`` stays inside; ``x -> here/here/../../..`` looks inside (normalised,
+    it is the prefix itself) but climbs out through ``here``: refused, the rule split
+    and join apply too."""
+    stage = make_tree(tmp_path / "art")
+    (stage / "lib" / "here").symlink_to(".")
+    (stage / "lib" / "x").symlink_to("here/here/../../..")
+    result = build(tmp_path, tmp_path / "art")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        f"error: {stage}/lib/x: symlink to 'here/here/../../..' has '..' after a name (which "
+        f"may climb out of the install prefix {PREFIX} through another symlink) (a packaged "
+        "symlink must point inside it)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("target", "depth", "top", "allowed"),
+    [
+        ("libx.so.1", 0, None, True),
+        ("../include/x.h", 1, None, True),
+        ("./a//./b", 0, None, True),
+        ("..", 1, None, True),  # the top itself
+        ("../..", 1, None, False),
+        ("a/../b", 1, None, False),
+        ("here/..", 0, None, False),
+        ("", 0, None, False),
+        ("/opt/rocm/lib/libx.so", 1, None, False),  # split and join: no place known
+        ("/opt/rocm/lib/libx.so", 1, "/opt/rocm", True),  # build: inside its prefix
+        ("/opt/rocm", 1, "/opt/rocm", True),
+        ("/opt/rocmx/lib", 1, "/opt/rocm", False),
+        ("/opt/rocm/lib/../../../etc", 1, "/opt/rocm", False),
+        ("/etc/shadow", 1, "/opt/rocm", False),
+        ("/etc/shadow", 1, "/", True),  # everything is inside /
+    ],
+)
+def test_the_one_symlink_rule_of_build_split_and_join(target, depth, top, allowed):
+    assert (symlink_target_problem(target, depth, "the tree", top) is None) == allowed
 
 
 def test_a_directory_symlink_inside_the_tree_is_packaged_as_a_symlink(tmp_path):

@@ -35,7 +35,9 @@ USES: dict[str, set[str]] = {
     "descriptors list-engines": KPACK,
     "descriptors lint": {"jsonschema", *KPACK},
     "descriptors pack": KPACK,
+    "detect": set(),
     "diff": {"solv", "zstandard"},  # repositories are read with libsolv, .debs with zstd
+    "index": set(),  # packaging only
     "init": set(),
     "join": {"rich", *KPACK},
     "kpack": set(),
@@ -50,6 +52,10 @@ USES: dict[str, set[str]] = {
     "report": {"jinja2"},
     "sign": set(),
     "split": {"rich", *KPACK},
+    "stream": set(),  # a group: its subcommands import what they use
+    "stream promote": {"createrepo_c", "zstandard"},
+    "stream prune": {"createrepo_c", "zstandard"},
+    "stream remove": {"createrepo_c", "zstandard"},
     "try-install": {"solv", "zstandard", "createrepo_c"},  # reads the repository as verify
     "verify": {"solv", "zstandard"},  # rich only for the progress bar on a terminal
     "why": {"solv", "zstandard"},
@@ -172,7 +178,9 @@ def run_args(command: str, tmp: Path) -> list[str]:
         "descriptors lint": ["--root", missing],
         "descriptors pack": ["--descriptors", missing, "--kernels", missing,
                              "--code-objects", missing, "--out", out],
+        "detect": ["--sysfs", empty],
         "diff": [missing, missing],
+        "index": ["--wheels", missing, "--out", out],
         "init": ["--artifacts", missing, "--out", out],
         "join": [empty, "--out", out],
         "kpack": ["--help"],
@@ -187,6 +195,10 @@ def run_args(command: str, tmp: Path) -> list[str]:
         "report": ["--build", missing, "--json"],
         "sign": [missing, "--key", "nobody"],
         "split": [empty, "--out", out],
+        "stream": ["--help"],
+        "stream promote": ["--from", missing, "--to", out, "--version", "8.2.0-1"],
+        "stream prune": ["--repo", missing, "--retain", "nightly"],
+        "stream remove": ["--repo", missing, "--version", "8.2.0-1"],
         "try-install": ["--repo", missing, "x"],
         "verify": ["--repo", missing],
         "why": ["--repo", missing, "--install", "x", "x"],

@@ -2,10 +2,17 @@
 
 import hashlib
 import io
+import os
 
 import pytest
 
-from gfxpack._io import HashingWriter, atomic_write, file_digests, write_atomically
+from gfxpack._io import (
+    HashingWriter,
+    atomic_write,
+    file_digests,
+    replace_directory,
+    write_atomically,
+)
 
 
 def test_atomic_write_replaces_only_when_complete(tmp_path):
@@ -43,3 +50,40 @@ def test_file_digests(tmp_path):
         len(data),
         [hashlib.md5(data).hexdigest(), hashlib.sha256(data).hexdigest()],
     )
+
+
+def _tree(path, text):
+    path.mkdir()
+    (path / "file").write_text(text)
+    return path
+
+
+def test_replace_directory_renames_or_refuses_an_existing_out(tmp_path):
+    out = tmp_path / "out"
+    replace_directory(_tree(tmp_path / ".new", "first"), out, force=False)
+    assert (out / "file").read_text() == "first"
+    with pytest.raises(FileExistsError):
+        replace_directory(_tree(tmp_path / ".newer", "second"), out, force=False)
+    assert (out / "file").read_text() == "first"
+    replace_directory(tmp_path / ".newer", out, force=True)
+    assert (out / "file").read_text() == "second"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # the old one is gone
+
+
+def test_a_failed_replace_puts_the_old_out_back(tmp_path):
+    out = _tree(tmp_path / "out", "old")
+    before = os.lstat(out).st_ino
+    with pytest.raises(FileNotFoundError):
+        replace_directory(tmp_path / ".missing", out, force=True)
+    assert os.lstat(out).st_ino == before
+    assert (out / "file").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_forced_replace_of_a_symlink_replaces_the_link_not_its_target(tmp_path):
+    victim = _tree(tmp_path / "victim", "precious")
+    out = tmp_path / "out"
+    out.symlink_to(victim)
+    replace_directory(_tree(tmp_path / ".new", "new"), out, force=True)
+    assert not out.is_symlink() and (out / "file").read_text() == "new"
+    assert (victim / "file").read_text() == "precious"

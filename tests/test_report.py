@@ -55,7 +55,7 @@ def expected_sizes(build: Path, root: str, fmt: PackageFormat = DEB) -> dict[str
     """What installing ``root`` costs, from index.json alone: the packages its plan
     reaches, their files' sizes, device packages apart."""
     index = json.loads((build / "index.json").read_text())
-    plan = views.from_json(index["plan"], "index.json")
+    plan = views.plan_from_dict(index["plan"], "index.json")
     files = {f["package"]: f for f in index["files"] if f["format"] == fmt.name}
     reached = views.reachable(plan, root, fmt)
     sizes = dict.fromkeys(FIELDS, 0)

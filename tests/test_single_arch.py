@@ -1,4 +1,4 @@
-"""Single-arch (legacy) mode on the bundled example: the README's commands work."""
+"""Single-arch (legacy) mode on the bundled example: the release engineer guide's commands work."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from gfxpack.cli import cli
 from tests.conftest import EXAMPLE_CONFIG, ROOT, load_generator, run
 
-# The README's single-arch commands, as written there (build/legacy is replaced by a
+# The release engineer guide's single-arch commands, as written there (build/legacy is replaced by a
 # temporary directory when they run here).
 GENERATE = "python examples/generate_artifacts.py build/legacy/artifacts --single-arch gfx94X-dcgpu"
 BUILD = (
@@ -25,8 +25,10 @@ PLAN = (
 
 
 def readme_commands() -> list[str]:
-    """Shell commands of the README, continuation lines joined."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8").replace("\\\n", " ")
+    """Shell commands of the release engineer guide, continuation lines joined."""
+    text = (
+        (ROOT / "docs/guides/release-engineer.md").read_text(encoding="utf-8").replace("\\\n", " ")
+    )
     return [" ".join(line.split()) for line in text.splitlines()]
 
 

@@ -31,7 +31,7 @@ def example_plan(example_config):
 
 
 def test_json_contract(seed_plan):
-    data = json.loads(views.dumps(views.to_json(seed_plan)))
+    data = json.loads(views.dumps(views.plan_as_dict(seed_plan)))
     assert {k: data[k] for k in ("rocm_version", "release", "mode", "targets")} == {
         "rocm_version": "8.2.0",
         "release": "1",
@@ -74,7 +74,7 @@ def test_json_contract(seed_plan):
 
 
 def test_json_names_use_rpm_spelling(example_plan):
-    data = views.to_json(example_plan)
+    data = views.plan_as_dict(example_plan)
     devel = next(p for p in data["packages"] if p["name"] == "amdrocm-blas-devel8.2")
     assert devel["base"] == "amdrocm-blas-devel"
     assert devel["deb"]["name"] == "amdrocm-blas-dev8.2"
@@ -85,7 +85,7 @@ def test_json_names_use_rpm_spelling(example_plan):
 
 
 def test_json_lists_notes(example_plan):
-    notes = views.to_json(example_plan)["notes"]
+    notes = views.plan_as_dict(example_plan)["notes"]
     assert {
         "severity": "info",
         "message": "amdrocm-openmp is disabled (DisablePackaging): not built",

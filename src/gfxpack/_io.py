@@ -9,8 +9,10 @@ interrupt leaves the old file (or none), never half of a new one.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -68,6 +70,37 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
 def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
     with atomic_write(path) as file:
         file.write(data)
+
+
+def replace_directory(temporary: Path, out: Path, force: bool) -> None:
+    """Rename the complete directory ``temporary`` to ``out``, its sibling. An ``out``
+    already there is FileExistsError unless ``force``: it is then moved aside first
+    (into a new hidden directory beside it, so no name is guessed), put back if the
+    rename fails, and removed once the rename succeeded. What the system refuses is
+    an OSError; if the old ``out`` cannot be put back either, its message says where
+    it is."""
+    if not os.path.lexists(out):
+        os.rename(temporary, out)  # replaces only an empty directory made meanwhile
+        return
+    if not force:
+        raise FileExistsError(errno.EEXIST, "already exists", str(out))
+    aside = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    old = aside / "old"
+    try:
+        os.rename(out, old)
+    except OSError:
+        os.rmdir(aside)
+        raise
+    try:
+        os.rename(temporary, out)
+    except OSError as e:
+        try:
+            os.rename(old, out)
+        except OSError:
+            raise OSError(e.errno, f"{e.strerror}; the old one is kept at {old}", str(out)) from e
+        os.rmdir(aside)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 class HashingWriter:

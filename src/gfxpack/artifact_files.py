@@ -6,8 +6,9 @@ to either), and what gfxpack reads from it is installed by root. So:
 - **No symlink is followed.** The directories leading to a package's content (the
   artifact directory and every component of an ``artifact_manifest.txt`` line) must be
   real directories; below them a symlink is packaged as a symlink, never read through,
-  and only when its target stays inside the install prefix. Manifests are opened
-  without following a symlink.
+  and only when its target stays inside the install prefix (see
+  :func:`symlink_target_problem`, the one rule of build, split and join). Manifests are
+  opened without following a symlink.
 - **Only regular files, directories and symlinks** are packaged: a FIFO, socket or
   device is an error (opening one could hang or touch hardware).
 - **Names are UTF-8 without control characters**: dpkg refuses others, a newline
@@ -26,16 +27,14 @@ from __future__ import annotations
 
 import errno
 import os
-import posixpath
-import re
 import stat
 from collections.abc import Iterator
 
 from gfxpack.errors import GfxpackError
-from gfxpack.formats.payload import Entry, EntryKind
+from gfxpack.formats.payload import Entry, EntryKind, install_path
+from gfxpack.regular_files import CONTROL
+from gfxpack.regular_files import printable as printable  # where it was, for its importers
 
-# C0 and C1 control characters and DEL.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # The bits that let a file run as its owner, keep others' files or let anyone write.
 SPECIAL_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX | stat.S_IWOTH
 ALLOW_SPECIAL_MODES_KEY = "Allow_Special_Modes"
@@ -53,25 +52,59 @@ class InvalidArtifacts(GfxpackError, ValueError):
     something a package must not carry."""
 
 
-def printable(path: str) -> str:
-    """A path as one printable line: bytes that are not UTF-8 as ``\\xff``, control
-    characters as ``\\x0a``.
-
-    >>> printable("lib/a\\nb"), printable(os.fsdecode(b"lib/\\xff"))
-    ('lib/a\\\\x0ab', 'lib/\\\\xff')
-    """
-    text = os.fsencode(path).decode("utf-8", "backslashreplace")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
 def name_problem(name: str) -> str | None:
     """Why a file name (or symlink target) cannot go into a package, or None."""
     try:
         name.encode("utf-8")  # undecodable bytes arrive as lone surrogates
     except UnicodeEncodeError:
         return "name is not valid UTF-8"
-    if _CONTROL.search(name):
+    if CONTROL.search(name):
         return "name contains a control character"
+    return None
+
+
+def symlink_target_problem(
+    target: str, depth: int, where: str, top: str | None = None
+) -> str | None:
+    """Why a symlink ``depth`` directories below the top of its tree (called ``where``
+    in the message) must not point to ``target``, or None when the target stays inside
+    the tree. The one rule of ``build``, ``split`` and ``join``:
+
+    - A relative target may start with ``..`` parts, no more of them than ``depth``
+      (never above the top), and holds none after a name. ``a/../b`` climbs from
+      wherever ``a`` leads, and when ``a`` is itself a symlink (``a -> .``, ``a ->
+      sub/deep``) a target that looks inside can end outside: only a target whose
+      climbing comes first, over the real directories above the link, is known to stay
+      inside whatever the tree's other symlinks are.
+    - An absolute target stays inside only where the tree's own place is known,
+      ``top``: the install prefix of a package (build). It must then be ``top`` or
+      below it, without ``..``. ``split`` and ``join`` know no place: a split is
+      installed wherever a later build says, and join's OUT may be anywhere, so there
+      an absolute target, which may name any file of the machine, is refused.
+
+    Empty and ``.`` parts are ignored.
+
+    >>> symlink_target_problem("../include/x.h", 1, "the tree") is None
+    True
+    >>> print(symlink_target_problem("a/../b", 1, "the tree"))
+    has '..' after a name (which may climb out of the tree through another symlink)
+    """
+    if not target or "\0" in target:
+        return "has no target"
+    names = [name for name in target.split("/") if name not in ("", ".")]
+    ups = 0
+    if not target.startswith("/"):
+        while ups < len(names) and names[ups] == "..":
+            ups += 1
+    if ".." in names[ups:]:
+        return f"has '..' after a name (which may climb out of {where} through another symlink)"
+    if target.startswith("/"):
+        if top is None:
+            return f"is absolute; only a relative target is known to stay inside {where}"
+        if names[: len(inside := [name for name in top.split("/") if name])] != inside:
+            return f"leaves {where}"
+    elif ups > depth:
+        return f"leaves {where}"
     return None
 
 
@@ -147,18 +180,22 @@ def walk(
     problems: list[str],
     *,
     inside: str | None = None,
+    installed_at_prefix: bool = True,
 ) -> Iterator[Entry]:
     """Every entry under the real directory ``top``, installed under ``prefix``; nothing
     is followed. Entries that cannot be packaged are left out and described in
     ``problems``. Iterative, so a deep tree cannot exhaust the stack.
 
-    A symlink must point inside ``prefix``; ``inside`` names that place in the message
-    about one that does not (default: the install prefix). The walker is shared with
-    ``gfxpack split``, whose trees are packaged later."""
+    A symlink must point inside ``top`` (:func:`symlink_target_problem`); ``inside``
+    names that place in the message about one that does not (default: the install
+    prefix). The walker is shared with ``gfxpack split``, whose trees are packaged
+    later: it gives ``installed_at_prefix=False``, as its trees have no place yet, so
+    an absolute symlink in them is refused."""
     where = inside if inside is not None else f"the install prefix {prefix}"
-    pending = [(top, prefix)]
+    place = prefix if installed_at_prefix else None
+    pending = [(top, prefix, 0)]  # a directory, its install path, its depth below top
     while pending:
-        directory, installed = pending.pop()
+        directory, installed, depth = pending.pop()
         try:
             with os.scandir(directory) as listing:
                 children = sorted(listing, key=lambda child: child.name)
@@ -167,14 +204,14 @@ def walk(
             continue
         below = []
         for child in children:
-            path = f"{installed}/{child.name}"
-            entry = _entry(child, path, prefix, where, mtime, allow_special)
+            path = install_path(installed, child.name)
+            entry = _entry(child, path, (depth, where, place), mtime, allow_special)
             if isinstance(entry, str):
                 problems.append(f"{printable(child.path)}: {entry}")
                 continue
             yield entry
             if entry.kind == "dir":
-                below.append((child.path, entry.path))
+                below.append((child.path, entry.path, depth + 1))
         # Subdirectories in name order, each before the next sibling (as os.walk), so
         # a split records its files in the order of the tree.
         pending.extend(reversed(below))
@@ -183,13 +220,13 @@ def walk(
 def _entry(
     child: os.DirEntry[str],
     path: str,
-    prefix: str,
-    where: str,
+    tree: tuple[int, str, str | None],
     mtime_limit: int,
     allow_special: bool,
 ) -> Entry | str:
-    """The entry for one directory member, or why it cannot be packaged; a symlink must
-    point inside ``prefix``, called ``where`` in the message when it does not."""
+    """The entry for one directory member, or why it cannot be packaged. ``tree``: the
+    member's depth below the top of its tree, the tree's name in messages and its
+    install prefix (None when unknown), for :func:`symlink_target_problem`."""
     problem = name_problem(child.name)
     if problem:
         return f"{problem}; dpkg and rpm accept only UTF-8 names without control characters"
@@ -207,9 +244,9 @@ def _entry(
         problem = name_problem(target)
         if problem:
             return f"symlink target: {problem}"
-        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
-        if resolved != prefix and not resolved.startswith(prefix + "/"):
-            return f"symlink to {target!r} leaves {where} (a packaged symlink must point inside it)"
+        problem = symlink_target_problem(target, *tree)
+        if problem:
+            return f"symlink to {target!r} {problem} (a packaged symlink must point inside it)"
         return Entry(path, EntryKind.SYMLINK, 0o777, target=target, mtime=mtime)
     kind = EntryKind.DIR if stat.S_ISDIR(mode) else EntryKind.FILE if stat.S_ISREG(mode) else None
     if kind is None:
@@ -219,7 +256,8 @@ def _entry(
     final = normalised_mode(kind, mode, allow_special)
     if kind is EntryKind.DIR:
         return Entry(path, kind, final, mtime=mtime)
-    return Entry(path, kind, final, info.st_size, child.path, mtime=mtime)
+    identity = (info.st_dev, info.st_ino)
+    return Entry(path, kind, final, info.st_size, child.path, mtime=mtime, identity=identity)
 
 
 def read_regular(path: str, limit: int) -> bytes:

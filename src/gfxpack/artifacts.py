@@ -1,10 +1,10 @@
 """A TheRock artifacts directory: what it holds, and which files go to which package.
 
-Layout (spec packaging.md section 3): one directory per artifact,
-``<name>_<component>_<target>/``, holding ``artifact_manifest.txt`` (one
-build-tree prefix per line) and the prefix trees. The payload of a package is
-the content under the manifest lines its package.json subdirs select, merged
-into the install prefix. Packaging never inspects files: host vs device is
+Layout (spec packaging.md section 3, the names in :mod:`gfxpack.artifact_layout`):
+one directory per artifact, ``<name>_<component>_<target>/``, holding
+``artifact_manifest.txt`` (one build-tree prefix per line) and the prefix trees.
+The payload of a package is the content under the manifest lines its package.json
+subdirs select, merged into the install prefix. Packaging never inspects files: host vs device is
 decided by the directory's target alone. What may be read and packaged at all
 (no symlink followed, no FIFO, names and modes) is :mod:`gfxpack.artifact_files`.
 
@@ -24,33 +24,30 @@ from pathlib import Path
 
 from gfxpack.artifact_files import (
     InvalidArtifacts,
-    name_problem,
     printable,
     read_regular,
     real_directory,
     walk,
 )
+from gfxpack.artifact_layout import (
+    CANONICAL_THEROCK_DIR,
+    GENERIC,
+    MANIFEST,
+    MANIFEST_LIMIT,
+    THEROCK_MANIFEST,
+    artifact_directories,
+    read_manifest,
+)
 from gfxpack.config import ArtifactSource
 from gfxpack.errors import GfxpackError
 from gfxpack.formats.payload import Entry, with_parents
 from gfxpack.plan import ArtifactIndex, Kind, Mode, PlannedPackage, ReleasePlan
-from gfxpack.plan.artifact_index import ARTIFACT_DIR, GENERIC
 from gfxpack.plan.naming import arch_suffix
-
-MANIFEST = "artifact_manifest.txt"
-THEROCK_MANIFEST = "therock_manifest.json"
-# Where TheRock writes it; any other place in the tree counts too, but is found only
-# by walking the whole tree (thousands of directories in a real release).
-CANONICAL_THEROCK_DIR = "base_lib_generic/base/aux-overlay/stage/share/therock"
-# Manifests are small text files; anything larger is not one.
-MANIFEST_LIMIT = 16 << 20
 
 __all__ = [
     "ArtifactTree",
     "ContentCollision",
     "InvalidArtifacts",
-    "artifact_directories",
-    "read_manifest",
     "route",
     "scan",
     "selects",
@@ -94,64 +91,6 @@ def scan(root: str | os.PathLike[str]) -> ArtifactTree:
             f"holding {MANIFEST}, such as blas_lib_generic/)"
         )
     return ArtifactTree(root, tuple(directories), _kpack_split(root), tuple(warnings))
-
-
-def artifact_directories(root: Path) -> tuple[list[str], list[str]]:
-    """The artifact directories of ``root`` that hold a manifest, sorted, and warnings
-    about those that do not; one named badly or a symlink is an error (naming each)."""
-    directories: list[str] = []
-    warnings: list[str] = []
-    problems: list[str] = []
-    try:
-        with os.scandir(root) as listing:
-            entries = sorted(listing, key=lambda e: e.name)
-    except OSError as e:
-        raise InvalidArtifacts(f"{root}: cannot read: {e.strerror}") from None
-    for entry in entries:
-        if not ARTIFACT_DIR.match(entry.name):
-            continue
-        if name_problem(entry.name):
-            problems.append(f"{printable(entry.path)}: {name_problem(entry.name)}")
-        elif entry.is_symlink():
-            problems.append(
-                f"{entry.path}: is a symlink; artifact directories must be real directories "
-                "(gfxpack never follows a directory symlink)"
-            )
-        elif not entry.is_dir(follow_symlinks=False):
-            continue
-        elif not os.path.lexists(os.path.join(entry.path, MANIFEST)):
-            warnings.append(f"{entry.path}: no {MANIFEST}; directory ignored")
-        else:
-            directories.append(entry.name)
-    if problems:
-        raise InvalidArtifacts("\n".join(problems))
-    return directories, warnings
-
-
-def read_manifest(path: Path) -> tuple[str, ...]:
-    """The prefixes an ``artifact_manifest.txt`` lists, normalised; the file must be a
-    regular file (not a symlink) of UTF-8 lines, each a relative path inside the
-    artifact."""
-    shown = printable(str(path))
-    try:
-        text = read_regular(str(path), MANIFEST_LIMIT).decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InvalidArtifacts(f"{shown}: not UTF-8 text (byte {e.start})") from None
-    prefixes = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        problem = name_problem(line)
-        if problem:
-            raise InvalidArtifacts(f"{shown}:{number}: {line!r}: {problem}")
-        normalized = posixpath.normpath(line)
-        if line.startswith("/") or normalized == ".." or normalized.startswith("../"):
-            raise InvalidArtifacts(
-                f"{shown}:{number}: {line!r} must be a relative path inside the artifact"
-            )
-        prefixes.append(normalized)
-    return tuple(prefixes)
 
 
 def _kpack_split(root: Path) -> bool:

@@ -93,7 +93,7 @@ def load(
         return from_plan(planner(path), fmt, str(path))
     if isinstance(data, dict) and "files" in data and path.name == INDEX:
         return from_build(path.parent, fmt)
-    return from_plan(views.from_json(data, str(path)), fmt, str(path))
+    return from_plan(views.plan_from_dict(data, str(path)), fmt, str(path))
 
 
 def _read_json(path: Path) -> Any:
@@ -175,7 +175,7 @@ def read_package(
         download = path.stat().st_size
     except OSError as e:
         raise InventoryError(f"{path}: {e.strerror}") from None
-    return fmt.read_inventory_package(path, kind, download)
+    return _READERS[fmt.name](path, kind, download)
 
 
 def read_deb_package(path: Path, kind: str | None, download: int) -> Package:
@@ -249,3 +249,10 @@ def _rpm_relation(entry: tuple[Any, ...]) -> str:
     if release:
         evr += f"-{release}"
     return f"{name} {_RPM_FLAGS[flags]} {evr}"
+
+
+# format name -> how one of its package files becomes an inventory entry
+_READERS: dict[str, Callable[[Path, str | None, int], Package]] = {
+    "deb": read_deb_package,
+    "rpm": read_rpm_package,
+}

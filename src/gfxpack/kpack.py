@@ -24,6 +24,9 @@ content, not only structure.
 
 Only regular files are opened (a FIFO would block the reader forever).
 Every malformed input raises :class:`InvalidKpack` naming the file.
+
+One module, past 500 lines, because the writer and the validating reader are the two
+halves of one format: each layout constant and TOC key is defined once, beside both.
 """
 
 from __future__ import annotations

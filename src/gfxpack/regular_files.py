@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 _CHUNK = 1 << 16
+# C0 and C1 control characters and DEL.
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 _KINDS = (
     (stat.S_ISLNK, "a symlink"),  # only an lstat mode says so
@@ -25,6 +28,17 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
+
+
+def printable(path: str) -> str:
+    """A path as one printable line: bytes that are not UTF-8 as ``\\xff``, control
+    characters as ``\\x0a``.
+
+    >>> printable("lib/a\\nb"), printable(os.fsdecode(b"lib/\\xff"))
+    ('lib/a\\\\x0ab', 'lib/\\\\xff')
+    """
+    text = os.fsencode(path).decode("utf-8", "backslashreplace")
+    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 class NotARegularFile(OSError):

@@ -129,7 +129,7 @@ def make(build: Path, fmt: PackageFormat | None = None, repo: Path | None = None
     """The report of the build in ``build``; sizes of ``fmt`` (default: the first format
     built, in FORMATS order: deb if built)."""
     index = _read_index(build)
-    plan = views.from_json(index.get("plan"), f"{build / INDEX} (its plan)")
+    plan = views.plan_from_dict(index.get("plan"), f"{build / INDEX} (its plan)")
     files = index["files"]
     built_formats = sorted({f["format"] for f in files})
     if fmt is None:

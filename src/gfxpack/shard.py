@@ -24,15 +24,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from gfxpack.artifact_layout import GENERIC
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import PackageFormat
 from gfxpack.formats.compress import Compression
 from gfxpack.formats.payload import Entry, installed_size
 from gfxpack.plan import ArtifactIndex, PlannedPackage, ReleasePlan
 from gfxpack.plan.naming import InvalidName, arch_suffix
-from gfxpack.views import to_json
+from gfxpack.views import plan_as_dict
 
-GENERIC = "generic"
 # What a package costs besides its payload, in payload bytes: archive headers, scripts,
 # compressor set-up. Without it the many packages with no files (metapackages) would all
 # go to the shard that has the fewest bytes.
@@ -146,7 +146,7 @@ def plan_digest(
 ) -> str:
     """sha256 of the plan and of the options that decide a package's bytes."""
     document = {
-        "plan": to_json(plan),
+        "plan": plan_as_dict(plan),
         "formats": [fmt.name for fmt in formats],
         "compression": str(compression),
         "epoch": epoch,

@@ -5,18 +5,29 @@ repository, not the package), and the build's ``index.json`` follows the new byt
 
 from __future__ import annotations
 
+import filecmp
 import json
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from gfxpack._io import FILE_MODE, atomic_write, file_digests
 from gfxpack.build import BuiltFile
 from gfxpack.formats.package_format import UnknownFormat, format_of_file
-from gfxpack.formats.rpmsign import SignError
+from gfxpack.formats.rpmsign import SignError, same_contents, sign_rpm
 from gfxpack.outdir import INDEX
+
+# format name -> how it signs a package file in place with gpg's key (only the formats
+# that sign their packages: a DEB stays unsigned, apt checks the repository)
+_SIGNERS: dict[str, Callable[[Path, str, str | None], None]] = {"rpm": sign_rpm}
+# format name -> whether two package files hold the same package, whatever their
+# signatures (a DEB carries none: the same bytes)
+_SAME_PACKAGE: dict[str, Callable[[Path, Path], bool]] = {
+    "deb": lambda one, other: filecmp.cmp(one, other, shallow=False),
+    "rpm": same_contents,
+}
 
 
 def sign_packages(files: Sequence[Path], key: str, gnupghome: str | None = None) -> list[Path]:
@@ -33,7 +44,7 @@ def sign_packages(files: Sequence[Path], key: str, gnupghome: str | None = None)
             continue
         if path.is_symlink() or not path.is_file():
             raise SignError(f"{path}: not a regular {fmt.extension} file")
-        fmt.sign_package(path, key, gnupghome)
+        _SIGNERS[fmt.name](path, key, gnupghome)
         signed.append(path)
     for directory in sorted({p.parent for p in signed}):
         _refresh_index(directory, {p.name for p in signed if p.parent == directory})
@@ -54,7 +65,11 @@ def sign_unless_published(package: Path, published: Path, key: str) -> None:
     then that file is taken, since a signature differs each time it is made and a
     published file never changes."""
     fmt = format_of_file(package.name)
-    if published.is_file() and not published.is_symlink() and fmt.same_package(package, published):
+    if (
+        published.is_file()
+        and not published.is_symlink()
+        and _SAME_PACKAGE[fmt.name](package, published)
+    ):
         shutil.copyfile(published, package)
     else:
         sign_packages([package], key)

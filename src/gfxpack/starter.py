@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from gfxpack._io import write_atomically
+from gfxpack.artifact_layout import GENERIC
 from gfxpack.artifacts import ArtifactTree, route, scan, selects
 from gfxpack.config import COMPONENTS, PackageSpec, parse_config
 from gfxpack.errors import GfxpackError
 from gfxpack.plan import Mode, PlanOptions, plan
-from gfxpack.plan.artifact_index import GENERIC, ArtifactDir
+from gfxpack.plan.artifact_index import ArtifactDir
 from gfxpack.plan.targets import sort_targets
 from gfxpack.text_fields import escaped
 

@@ -32,6 +32,10 @@ real client (apt-get, dnf or zypper), then a report of what is there.
    (``--arch``), by default the arch suffixes of the requested packages
    (``amdrocm-core8.2-gfx942``: gfx942). Code for a generic target is of every
    processor it runs on (``gfx9-4-generic``: gfx942 and gfx950).
+
+One module, past 500 lines, because its sections (serving, the clients' configuration,
+stand-ins, the root, the report) are the four steps above, in order, sharing one error
+(:class:`TrialError`) and one way of running and asking for the tools.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from gfxpack.cli import cli
-from gfxpack.descriptors.pack import read_kernel_list
+from gfxpack.descriptors.kernel_list import read_kernel_list
 from tests.code_objects import code_object, hipcc_code_objects
 from tests.conftest import ROOT
 from tests.descriptors.helpers import edited, make_set_documents, write_tree

@@ -16,15 +16,11 @@ from hypothesis import strategies as st
 
 from gfxpack.cli import cli
 from gfxpack.descriptors import SymbolRegistry, load_validated
+from gfxpack.descriptors.code_object_sources import CodeObjectArchives, CodeObjectFiles
 from gfxpack.descriptors.installed import installed_roots
+from gfxpack.descriptors.kernel_list import PackError, read_kernel_list
 from gfxpack.descriptors.lint import lint
-from gfxpack.descriptors.pack import (
-    CodeObjectArchives,
-    CodeObjectFiles,
-    PackError,
-    pack,
-    read_kernel_list,
-)
+from gfxpack.descriptors.pack import pack
 from gfxpack.descriptors.parse import resolved_library
 from gfxpack.kpack import FRAME_OFFSETS, KpackReader, write_kpack
 from tests.code_objects import code_object as amdgpu_code_object

@@ -19,11 +19,17 @@ import msgpack
 import pytest
 from click.testing import CliRunner, Result
 
+from gfxpack.artifact_files import symlink_target_problem
 from gfxpack.cli import cli
-from gfxpack.fatbin.join import join_tree, link_target_problem
+from gfxpack.fatbin.join import join_tree
+from gfxpack.fatbin.reader import HIPF
 from gfxpack.fatbin.split import INDEX, LITERALS, split_tree
+from gfxpack.kpack import KpackWriter
+from tests.conftest import tmpfs
 from tests.fatbin.conftest import HipBuild
-from tests.test_build_faults import tmpfs
+from tests.fatbin.fat_elf import fat_elf
+from tests.fatbin.test_bounded import gfxpack, one_error
+from tests.fatbin.test_bundle import DEVICES, uncompressed
 
 PREFIX = "hip/demo/stage"
 FAT = "demo_lib_gfx9X-all"
@@ -202,7 +208,9 @@ def test_a_source_below_a_symlinked_directory_is_refused(split, tmp_path, plante
     )
     (split / GENERIC / "etc").symlink_to(planted.dir)
     out = tmp_path / "joined"
-    refused(join(split, out), f"{split / GENERIC / 'etc'}: is a symlink; join never follows one")
+    refused(
+        join(split, out), f"{split / GENERIC / 'etc'}: is a symlink; gfxpack does not follow it"
+    )
     assert planted.unchanged()
     nothing_left(out)
 
@@ -215,8 +223,8 @@ def test_a_symlink_entry_pointing_out_is_refused(split, tmp_path, planted):
     out = tmp_path / "joined"
     refused(
         join(split, out),
-        f"{link}: the symlink points to the absolute path {str(planted.dir)!r}",
-        "join recreates only symlinks that stay inside OUT",
+        f"{link}: the symlink to {str(planted.dir)!r} is absolute; only a relative target is "
+        "known to stay inside OUT; join recreates only symlinks that stay inside OUT",
     )
     assert planted.unchanged()
     nothing_left(out)
@@ -235,15 +243,21 @@ def test_nothing_is_written_through_a_symlink_made_earlier_in_the_run(split, tmp
 
     forge(split, change)
     out = tmp_path / "joined"
-    refused(join(split, out), "/jobs/0/files/1:", f"{out / 'a'}: is a symlink; join never follows")
+    refused(
+        join(split, out),
+        "/jobs/0/files/1:",
+        f"{out / 'a'}: is a symlink; gfxpack does not follow it",
+    )
     assert planted.unchanged()
     nothing_left(out)
 
 
 def test_an_entry_written_twice_is_refused(split, tmp_path, planted):
+    (split / GENERIC / "other").write_bytes(b"other\n")
+
     def change(index: dict[str, Any]) -> None:
         library = entry(index, "libdemo.so.1")
-        files(index).append([library[0], library[1], "file", None])
+        files(index).append([f"{GENERIC}/other", library[1], "file", None])
 
     forge(split, change)
     out = tmp_path / "joined"
@@ -271,9 +285,24 @@ def test_a_copied_tree_holding_a_symlink_out_is_refused(split, tmp_path, planted
     # Five levels below OUT: six '..' leave it.
     link.symlink_to(planted.dir if how == "absolute" else "../" * 6 + "outside")
     out = tmp_path / "joined"
-    line = refused(join(split, out), f"/copied/0: {link}: the symlink points to")
-    assert ("absolute path" in line) == (how == "absolute")
+    line = refused(join(split, out), f"/copied/0: {link}: the symlink to ")
+    assert ("is absolute" in line) == (how == "absolute")
+    assert ("leaves OUT" in line) == (how == "relative")
     assert planted.unchanged()
+    nothing_left(out)
+
+
+@pytest.mark.parametrize("what", ["name", "target"])
+def test_a_name_split_never_writes_is_not_copied(split, tmp_path, what):
+    """A planted file named with a newline, or a symlink whose target holds one, in a
+    copied tree: split's walk refuses both, so join does too."""
+    include = split / DEV / PREFIX / "include"
+    if what == "name":
+        (include / "a\nb.h").write_text("x\n")
+    else:
+        (include / "link.h").symlink_to("demo\n.h")
+    out = tmp_path / "joined"
+    refused(join(split, out), "/copied/0: ", "name contains a control character")
     nothing_left(out)
 
 
@@ -308,6 +337,8 @@ def test_a_record_or_data_file_that_is_a_symlink_is_refused(split, tmp_path, pla
         (lambda index: files(index)[0].__setitem__(1, "a//b"), "empty, '.' or '..' part"),
         (lambda index: files(index)[0].__setitem__(1, "a\0b"), "no NUL"),
         (lambda index: files(index)[0].__setitem__(1, "../a\nb"), "'../a\\nb'"),
+        (lambda index: files(index)[0].__setitem__(1, "a\nb"), "a control character; split"),
+        (lambda index: files(index)[0].__setitem__(0, "a\u0085b"), "a control character"),
         (lambda index: files(index)[0].__setitem__(1, 7), "expected a relative path, found 7"),
         (lambda index: files(index)[0].__setitem__(1, "a/" * 300 + "x"), "256 directories deep"),
         (lambda index: index.__setitem__("therock_manifest", 3), "/therock_manifest: expected"),
@@ -360,7 +391,8 @@ def test_setuid_bits_are_not_copied(split, tmp_path):
     ],
 )
 def test_which_symlinks_stay_inside_out(target, where, allowed):
-    assert (link_target_problem(target, where.split("/")) is None) == allowed
+    depth = len(where.split("/")) - 1
+    assert (symlink_target_problem(target, depth, "OUT") is None) == allowed
 
 
 # --- a full or read-only disk ------------------------------------------------------------
@@ -435,3 +467,132 @@ def test_a_host_file_that_is_a_symlink_is_refused(fat_split, tmp_path, planted):
     assert result.exit_code == 0, result.output
     assert "1 binaries joined, each checked identical" in result.stdout
     assert (out / "libone.so").read_bytes() == (tmp_path / "tree" / "libone.so").read_bytes()
+
+
+# --- the work a record asks for is bounded by the split's size -----------------------------
+
+HOST = "demo_lib_generic/stage/lib/libfat.so"  # the host file of ELF_SPLIT's binary
+
+
+@pytest.fixture
+def elf_split(tmp_path: Path) -> Path:
+    """A split of one small fat library built byte by byte (no hipcc needed): two code
+    objects, zero padding between them; its record's binary entry is HOST."""
+    library = tmp_path / "tree" / "lib" / "libfat.so"
+    library.parent.mkdir(parents=True)
+    library.write_bytes(fat_elf(uncompressed(DEVICES), [(HIPF, 0, 0)])[0])
+    split_tree(tmp_path / "tree", tmp_path / "split", name="demo_lib")
+    assert binary(msgpack.unpackb((tmp_path / "split" / INDEX).read_bytes()))[0] == HOST
+    return tmp_path / "split"
+
+
+def binary(index: dict[str, Any]) -> list[Any]:
+    return next(e for e in files(index) if e[2] == "binary")
+
+
+def claim_zeros(index: dict[str, Any]) -> None:
+    """The binary's original claims 1 TiB more zero bytes: the old join wrote them all
+    before it found the digest wrong."""
+    recipe = binary(index)[3]
+    recipe["pieces"].append([0, 1 << 40])
+    recipe["removed"][1] += 1 << 40
+    recipe["original_size"] += 1 << 40
+
+
+def read_twice(index: dict[str, Any]) -> None:
+    files(index).append([HOST, "lib/again.so", "binary", binary(index)[3]])
+
+
+def code_twice(index: dict[str, Any]) -> None:
+    # Another host file (a copy, planted in the split), the same code objects.
+    files(index).append([f"{HOST}.copy", "lib/copy.so", "binary", binary(index)[3]])
+
+
+def data_twice(index: dict[str, Any]) -> None:
+    """Two zero runs made references to the same bytes of the data file (4000 bytes):
+    together more than it holds."""
+    pieces = binary(index)[3]["pieces"]
+    zeros = [i for i, piece in enumerate(pieces) if piece[0] == 0][:2]
+    for i in zeros:
+        pieces[i] = [3, 0, pieces[i][1]]
+
+
+def patch_twice(index: dict[str, Any]) -> None:
+    patches = binary(index)[3]["patches"]
+    patches.append(list(patches[0]))
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (claim_zeros, "claims 1,099,511,639,258 zero bytes in an original of 1,099,511,644,584"),
+        (read_twice, f"{HOST}: already read for an earlier entry"),
+        (code_twice, "for gfx90a a second time; split refers to each code object once"),
+        (data_twice, "refers to more bytes of the split's data file than it holds (4,000)"),
+        (patch_twice, "the split record patches the bytes at"),
+    ],
+)
+def test_a_record_asking_for_more_than_the_split_holds_is_refused(
+    elf_split, tmp_path, planted, change, expected
+):
+    shutil.copy(elf_split / HOST, elf_split / f"{HOST}.copy")
+    (elf_split / LITERALS).write_bytes(bytes(range(250)) * 16)
+    forge(elf_split, change)
+    out = tmp_path / "joined"
+    result = gfxpack("join", elf_split, "--out", out)  # a child with bounded memory and time
+    assert expected in one_error(result)
+    assert planted.unchanged()
+    nothing_left(out)
+
+
+def test_an_archive_read_for_more_than_its_size_can_hold_is_refused(elf_split, tmp_path):
+    """A planted archive of two 1 MiB objects of zeros, 400 bytes compressed: under
+    --max-object-size 1M, the second read exceeds what its size can hold."""
+    bomb = elf_split / "bomb.kpack"
+    with open(bomb, "wb") as file, KpackWriter(file, "demo_lib", "gfx90a") as writer:
+        for key in ("k0", "k1"):
+            writer.add(key, bytes(1 << 20))
+    assert bomb.stat().st_size < 4096
+
+    def change(index: dict[str, Any]) -> None:
+        index["jobs"][0]["archives"]["bomb"] = "bomb.kpack"
+        recipe = binary(index)[3]
+        recipe["pieces"] += [[2, "bomb", "gfx90a", key, 0, 1 << 20] for key in ("k0", "k1")]
+        recipe["removed"][1] += 2 << 20
+        recipe["original_size"] += 2 << 20
+
+    forge(elf_split, change)
+    out = tmp_path / "joined"
+    refused(
+        join(elf_split, out, "--max-object-size", "1M"),
+        f"{bomb}: the record reads more code than the archive's size can hold",
+    )
+    nothing_left(out)
+
+
+def test_split_keeps_whole_a_binary_join_would_refuse(tmp_path):
+    """Device code almost all zeros (64 pages of padding after one bundle): a recipe for
+    it would break the rule join checks, so split keeps the binary whole, and join
+    gives it back."""
+    library = tmp_path / "tree" / "lib" / "libfat.so"
+    library.parent.mkdir(parents=True)
+    library.write_bytes(fat_elf(uncompressed(DEVICES) + bytes(64 * 4096), [(HIPF, 0, 0)])[0])
+    report = split_tree(tmp_path / "tree", tmp_path / "split", name="demo_lib")
+    assert report.binaries == 0
+    assert [note.split(": ", 1)[1] for note in report.notes] == [
+        "kept whole: its device code is almost all zero bytes: 273,626 zero bytes in an "
+        "original of 278,952, more than 15 for each other byte"
+    ]
+    index = msgpack.unpackb((tmp_path / "split" / INDEX).read_bytes())
+    assert "binary" not in [entry[2] for entry in files(index)]
+    assert (tmp_path / "split" / LITERALS).stat().st_size == 0
+    join_tree(tmp_path / "split", tmp_path / "joined")
+    assert (tmp_path / "joined" / "lib" / "libfat.so").read_bytes() == library.read_bytes()
+
+
+def test_a_record_that_is_a_fifo_is_refused_without_blocking(split, tmp_path):
+    (split / INDEX).unlink()
+    os.mkfifo(split / INDEX)
+    out = tmp_path / "joined"
+    refused(join(split, out), f"{split / INDEX}: not a regular file (a FIFO)")
+    nothing_left(out)

@@ -1,5 +1,5 @@
 """kpack resolve where users run it: on split output before installing (the archives in
-the sibling artifacts), under ROCM_KPACK_PATH / ROCM_KPACK_PATH_PREFIX as the README and
+the sibling artifacts), under ROCM_KPACK_PATH / ROCM_KPACK_PATH_PREFIX as the docs and
 --help show them, misses that say what there is instead, and --json errors that are
 JSON. On libraries hipcc built (one for gfx90a:xnack+ and gfx90a:xnack-)."""
 
@@ -25,9 +25,9 @@ from gfxpack.fatbin.resolve import (
     resolve,
 )
 from gfxpack.fatbin.split import split_tree
+from tests.doc_commands import doc_block, gfxpack_shell
 from tests.fatbin.conftest import HipBuild
 from tests.fatbin.fat_elf import fat_elf
-from tests.readme_commands import gfxpack_shell, readme_block
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +38,7 @@ SIZE = re.compile(r" \([0-9,]+ bytes\)$", re.M)  # hipcc's, not ours to pin
 
 @pytest.fixture(scope="module")
 def work(hip_build: HipBuild, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tree/usr/lib/libdemo.so.1 (gfx90a:xnack±), split into split/ as the README does,
+    """tree/usr/lib/libdemo.so.1 (gfx90a:xnack±), split into split/ as the guide does,
     and installed/: every artifact's stage merged, as installing does."""
     work = tmp_path_factory.mktemp("resolve")
     (work / "tree/usr/lib").mkdir(parents=True)
@@ -181,7 +181,10 @@ def test_out_is_written_only_when_every_object_is_found(work, tmp_path, clean_en
 def test_readme_resolve_commands_work(hip_build, tmp_path):
     (tmp_path / "tree/usr/lib").mkdir(parents=True)
     shutil.copy2(hip_build.variants, tmp_path / "tree/usr/lib/libdemo.so.1")
-    result = gfxpack_shell(tmp_path, readme_block("### Looking code objects up: `kpack resolve`"))
+    result = gfxpack_shell(
+        tmp_path,
+        doc_block("guides/distro-packager.md", "### Looking code objects up: `kpack resolve`"),
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     archive = tmp_path / GFX90A

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 
 from gfxpack.cli import cli
+from gfxpack.fatbin import split as split_module
 from tests.conftest import tmpfs
 from tests.fatbin.conftest import HipBuild
 
@@ -169,10 +172,14 @@ def test_symlinks_out_of_the_tree_are_refused(tmp_path):
     (stage / "lib" / "up").symlink_to("../../../../../elsewhere")
     out = tmp_path / "out"
     leaves = f"leaves {stage} (a packaged symlink must point inside it)"
+    absolute = (
+        f"is absolute; only a relative target is known to stay inside {stage} "
+        "(a packaged symlink must point inside it)"
+    )
     assert_refused(
         split(tmp_path / "art", out),
         out,
-        f"{stage}/ssl: symlink to '{tmp_path / 'elsewhere'}' {leaves}",
+        f"{stage}/ssl: symlink to '{tmp_path / 'elsewhere'}' {absolute}",
         f"{stage}/lib/up: symlink to '../../../../../elsewhere' {leaves}",
     )
     assert untouched(planted)
@@ -185,11 +192,15 @@ def test_symlinked_subdirectories_of_an_install_tree_are_not_followed_out(tmp_pa
     (tree / "etc").symlink_to("../elsewhere")
     out = tmp_path / "out"
     leaves = f"leaves {tree} (a packaged symlink must point inside it)"
+    absolute = (
+        f"is absolute; only a relative target is known to stay inside {tree} "
+        "(a packaged symlink must point inside it)"
+    )
     assert_refused(
         split(tree, out, "--name", "demo_lib"),
         out,
         f"{tree}/etc: symlink to '../elsewhere' {leaves}",
-        f"{tree}/usr/lib/ssl: symlink to '{tmp_path / 'elsewhere'}' {leaves}",
+        f"{tree}/usr/lib/ssl: symlink to '{tmp_path / 'elsewhere'}' {absolute}",
     )
     assert untouched(planted)
 
@@ -324,3 +335,106 @@ def test_a_read_only_out_is_one_line(tmp_path):
             out,
             f"{out}: cannot write in {read_only}: Read-only file system",
         )
+
+
+# --- the input read after its walk: nothing swapped in meanwhile is followed -----------------
+
+
+def swap_after_the_walk(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]) -> None:
+    """Run ``swap`` once split's walk has checked the whole input, before it writes:
+    the race of someone else changing the input while split runs."""
+    walked = split_module._content
+
+    def then_swap(root: Path, relative: str, problems: list[str]) -> Any:
+        content = walked(root, relative, problems)
+        swap()
+        return content
+
+    monkeypatch.setattr(split_module, "_content", then_swap)
+
+
+def test_a_directory_swapped_for_a_symlink_after_the_walk_is_not_followed(tmp_path, monkeypatch):
+    """``lib`` walked as a directory, then made a symlink to a planted directory with a
+    file of the same name: split neither links nor copies the planted file."""
+    planted = plant(tmp_path)
+    stage = therock(tmp_path / "art")
+    (tmp_path / "elsewhere" / "libdemo.so.1").write_text("root:secret\n")
+    planted = {path: _state(path) for path in planted} | {
+        tmp_path / "elsewhere" / "libdemo.so.1": _state(tmp_path / "elsewhere" / "libdemo.so.1")
+    }
+
+    def swap() -> None:
+        (stage / "lib").rename(tmp_path / "lib.walked")
+        (stage / "lib").symlink_to(tmp_path / "elsewhere")
+
+    swap_after_the_walk(monkeypatch, swap)
+    out = tmp_path / "out"
+    assert_refused(
+        split(tmp_path / "art", out),
+        out,
+        f"{stage}/lib: changed while it was split (now a symlink)",
+    )
+    assert all(_state(path) == was for path, was in planted.items())
+
+
+def test_a_file_swapped_for_a_fifo_after_the_walk_is_refused_without_blocking(
+    tmp_path, monkeypatch
+):
+    stage = therock(tmp_path / "art")
+    library = stage / "lib" / "libdemo.so.1"
+
+    def swap() -> None:
+        library.unlink()
+        os.mkfifo(library)
+
+    swap_after_the_walk(monkeypatch, swap)
+    out = tmp_path / "out"
+    assert_refused(split(tmp_path / "art", out), out, f"{library}: not a regular file (a FIFO)")
+
+
+def test_a_symlink_climbing_after_a_name_is_refused_as_join_and_build_refuse_it(tmp_path):
+    """``x/../y`` was kept by split and then refused by join: one rule for all three."""
+    tree = install_tree(tmp_path / "tree")
+    (tree / "usr" / "lib" / "up").symlink_to("libdemo.so/../libdemo.so.1")
+    out = tmp_path / "out"
+    assert_refused(
+        split(tree, out, "--name", "demo_lib"),
+        out,
+        f"{tree}/usr/lib/up: symlink to 'libdemo.so/../libdemo.so.1' has '..' after a name "
+        f"(which may climb out of {tree} through another symlink) (a packaged symlink must "
+        "point inside it)",
+    )
+
+
+def test_force_does_not_replace_a_directory_whose_record_is_a_symlink(tmp_path):
+    """--force replaces only an earlier split: a directory holding a symlink named like
+    the record (to a real record elsewhere) is not one."""
+    install_tree(tmp_path / "tree")
+    assert split(tmp_path / "tree", tmp_path / "first", "--name", "demo_lib").exit_code == 0
+    out = tmp_path / "precious"
+    out.mkdir()
+    (out / "data").write_text("keep me\n")
+    (out / "gfxpack-split.msgpack").symlink_to(tmp_path / "first" / "gfxpack-split.msgpack")
+    result = split(tmp_path / "tree", out, "--name", "demo_lib", "--force")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"error: {out}: not the output of an earlier split; --force will not replace it\n"
+    )
+    assert (out / "data").read_text() == "keep me\n"
+
+
+def test_a_file_swapped_for_a_symlink_after_the_walk_is_neither_linked_nor_copied(
+    tmp_path, monkeypatch
+):
+    planted = plant(tmp_path)
+    stage = therock(tmp_path / "art")
+    library = stage / "lib" / "libdemo.so.1"
+
+    def swap() -> None:
+        library.unlink()
+        library.symlink_to(tmp_path / "elsewhere" / "shadow")
+
+    swap_after_the_walk(monkeypatch, swap)
+    out = tmp_path / "out"
+    assert_refused(split(tmp_path / "art", out), out, f"{library}: not a regular file (a symlink)")
+    assert untouched(planted)

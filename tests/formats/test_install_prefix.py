@@ -2,7 +2,7 @@
 dpkg-deb, rpm, rpm2cpio and installs into throwaway roots: every member name is clean
 (``./usr/lib/...`` in a .deb, ``/usr/lib/...`` in an .rpm, never ``.//`` or ``//``),
 an .rpm lists no system directory, and a prefix that is no install path is one error.
-The README's sequence from a fat .deb to such packages runs here as written."""
+The distro packager guide's sequence from a fat .deb to such packages runs here as written."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from gfxpack.fatbin.resolve import resolve
 from gfxpack.formats import RPM, PackageInfo, rpm_policy
 from gfxpack.formats.payload import Entry, EntryKind, write_cpio, write_tar
 from tests.conftest import dpkg_root, run
+from tests.doc_commands import doc_block, gfxpack_shell
 from tests.fatbin.conftest import HipBuild, build_once
-from tests.readme_commands import gfxpack_shell, readme_block
 from tests.small_tree import STAGE, build, write_config
 
 FILES = [
@@ -182,7 +182,7 @@ def test_the_writers_refuse_a_name_that_is_no_install_path(path):
         write_cpio(io.BytesIO(), [entry])
 
 
-# --- the README's sequence, on a library hipcc built ----------------------------------
+# --- the distro packager guide's sequence, on a library hipcc built ---------------------
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +192,7 @@ def hip_build(tmp_path_factory: pytest.TempPathFactory) -> HipBuild:
 
 @pytest.mark.slow
 def test_readme_fat_deb_to_packages_at_the_distributions_paths(hip_build, tmp_path):
-    """The README's commands, from dpkg-deb -x to dpkg-deb -c, on a .deb of a fat
+    """The guide's commands, from dpkg-deb -x to dpkg-deb -c, on a .deb of a fat
     library (gfx90a, gfx1030, gfx906:xnack-); then one arch installed from them with
     dpkg and rpm, and its code objects found where the runtime looks."""
     package = tmp_path / "librocrand1"
@@ -208,7 +208,10 @@ def test_readme_fat_deb_to_packages_at_the_distributions_paths(hip_build, tmp_pa
     run("dpkg-deb", "--root-owner-group", "--build", str(package),
         str(tmp_path / "librocrand1_5.3.3-4_amd64.deb"))  # fmt: skip
 
-    result = gfxpack_shell(tmp_path, readme_block("### Packages at a distribution's own paths"))
+    result = gfxpack_shell(
+        tmp_path,
+        doc_block("guides/distro-packager.md", "### Packages at a distribution's own paths"),
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     listed = [
         line.split(maxsplit=5)[5] for line in result.stdout.splitlines() if "root/root" in line

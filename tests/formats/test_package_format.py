@@ -10,8 +10,6 @@ from gfxpack.config import PackageSpec
 from gfxpack.formats import DEB, FORMATS, RPM, format_named
 from gfxpack.formats.package_format import UnknownFormat
 from gfxpack.plan import Req
-from gfxpack.repo.setup_package import SetupPackage
-from gfxpack.repo.trust import PublicKey
 
 
 def test_the_formats_and_their_names():
@@ -49,33 +47,3 @@ def test_each_format_renders_a_planned_relation_in_its_syntax():
     assert RPM.render(dep[:1]) == "amdrocm-a8.2 > 8.2.0-1"
     assert [r.names() for r in DEB.parse_field("a (>= 1),\n b | c")] == [("a",), ("b", "c")]
     assert [r.names() for r in RPM.parse_field("a >= 1, (b or c)")] == [("a",), ("b", "c")]
-
-
-def test_each_format_publishes_its_key_and_setup_files_where_its_clients_read_them(tmp_path):
-    key = PublicKey(binary=b"\x99binary", armored=b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
-    setup = SetupPackage("rocm-repo", "https://repo.example.com/rocm", "stable")
-    # apt's signed-by takes a binary keyring; dnf's and zypper's gpgkey an armored key.
-    assert (DEB.key_bytes(key), RPM.key_bytes(key)) == (key.binary, key.armored)
-    assert DEB.key_path(tmp_path).parent == tmp_path
-    assert RPM.key_path(tmp_path).parent == tmp_path / RPM.repo_dir
-    assert dict(DEB.setup_files(setup, key)) == {
-        "/etc/apt/sources.list.d/rocm-repo.sources": setup.sources_text().encode(),
-        "/usr/share/keyrings/rocm-repo-archive-keyring.gpg": key.binary,
-    }
-    assert set(dict(RPM.setup_files(setup, key))) == {
-        "/etc/yum.repos.d/rocm-repo.repo",
-        "/etc/zypp/repos.d/rocm-repo.repo",
-        "/etc/pki/rpm-gpg/RPM-GPG-KEY-rocm-repo",
-    }
-    # Only RPMs carry their own signatures; Debian signs the repository.
-    assert (DEB.signs_packages, RPM.signs_packages) == (False, True)
-    base = "https://repo.example.com/rocm"
-    assert DEB.setup_package_lines(base, "r_1.0-1_all.deb")["apt"].startswith(
-        'd=$(mktemp -d) && curl -fsSLo "$d"/r_1.0-1_all.deb '
-        f"{base}/apt/pool/main/r_1.0-1_all.deb && "
-    )
-    assert RPM.setup_package_lines(base, "r-1.0-1.noarch.rpm") == {
-        "dnf": f"dnf install -y {base}/rpm/Packages/r-1.0-1.noarch.rpm",
-        "zypper": f"rpm --import {base}/rpm/repodata/repomd.xml.key && "
-        f"zypper install -y {base}/rpm/Packages/r-1.0-1.noarch.rpm",
-    }

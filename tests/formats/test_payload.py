@@ -151,3 +151,27 @@ def test_a_file_that_changes_size_after_the_scan_is_an_error(tmp_path, writer, c
         writer(io.BytesIO(), [entry], MTIME) if writer is write_tar else writer(
             io.BytesIO(), [entry]
         )
+
+
+@pytest.mark.parametrize("writer", [write_tar, write_cpio])
+def test_a_directory_swapped_for_a_symlink_after_the_walk_packages_nothing(tmp_path, writer):
+    """O_NOFOLLOW guards the last part of a path only: a directory on the way swapped
+    for a symlink after the walk would lead the writer to another file of the same
+    size. The walk records each file's identity and the writer refuses another one."""
+    from gfxpack.artifact_files import walk
+
+    tree = tmp_path / "stage"
+    (tree / "lib").mkdir(parents=True)
+    (tree / "lib" / "libx.so").write_bytes(b"x" * 64)
+    secret = tmp_path / "host" / "libx.so"
+    secret.parent.mkdir()
+    secret.write_bytes(b"S" * 64)  # the same size, so only its identity tells
+    problems: list[str] = []
+    entries = [e for e in walk(str(tree), "/opt/x", MTIME, False, problems) if e.is_file]
+    assert problems == [] and [e.path for e in entries] == ["/opt/x/lib/libx.so"]
+    (tree / "lib").rename(tmp_path / "moved")
+    (tree / "lib").symlink_to(secret.parent)
+    out = io.BytesIO()
+    with pytest.raises(OSError, match="changed since the artifacts were read"):
+        writer(out, entries, MTIME) if writer is write_tar else writer(out, entries)
+    assert b"S" * 64 not in out.getvalue()

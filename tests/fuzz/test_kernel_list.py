@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gfxpack.descriptors.pack import KERNEL_KEYS, KernelList, PackError, read_kernel_list
+from gfxpack.descriptors.kernel_list import KERNEL_KEYS, KernelList, PackError, read_kernel_list
 from tests.fuzz.conftest import corpus, fuzz_settings
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)

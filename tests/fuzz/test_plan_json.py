@@ -1,4 +1,4 @@
-"""Fuzz the plan JSON reader (views.from_json: plan --format json files, the plan in a
+"""Fuzz the plan JSON reader (views.plan_from_dict: plan --format json files, the plan in a
 build's index.json) and the report's index.json reader: either a value or one
 GfxpackError, never another exception."""
 
@@ -22,7 +22,7 @@ from tests.conftest import SEED_CONFIG, SEED_TARGETS
 from tests.fuzz.conftest import corpus, fuzz_settings
 from tests.fuzz.mutation import json_mutated
 
-VALID = views.to_json(plan(load_config(SEED_CONFIG).packages, SEED_TARGETS, "8.2.0"))
+VALID = views.plan_as_dict(plan(load_config(SEED_CONFIG).packages, SEED_TARGETS, "8.2.0"))
 SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=12)
 VALUES = st.recursive(
     SCALARS,
@@ -35,7 +35,7 @@ VALUES = st.recursive(
 
 def read_plan(data: Any) -> None:
     try:
-        read = views.from_json(data, "fuzz.json")
+        read = views.plan_from_dict(data, "fuzz.json")
     except GfxpackError:
         return
     views.dot(read)  # what was read can be drawn

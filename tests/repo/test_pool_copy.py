@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from gfxpack.cli import cli
 from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.repo import apt
+from gfxpack.repo.backends import backend
 from gfxpack.repo.inputs import InputFile, RepoError, digest
 from gfxpack.repo.setup_package import write_index
 from gfxpack.repo.transaction import RECORD, Transaction, stamp
@@ -40,7 +41,7 @@ def sha256(path: Path) -> str:
 
 def pool_file(out: Path, package: Path) -> Path:
     fmt = DEB if package.suffix == ".deb" else RPM
-    return fmt.pool(out / fmt.repo_dir) / package.name
+    return backend(fmt).pool(out / fmt.repo_dir) / package.name
 
 
 def test_editing_a_built_package_in_place_leaves_the_pool_as_published(tmp_path):
@@ -102,7 +103,7 @@ def prepared(build: Path, out: Path) -> tuple[apt.AptUpdate, Path]:
 
 
 def assert_nothing_published(out: Path) -> None:
-    pool = DEB.pool(out / "apt")
+    pool = backend(DEB).pool(out / "apt")
     assert not pool.exists() or sorted(p.name for p in pool.iterdir()) == []
 
 

@@ -20,8 +20,8 @@ from click.testing import CliRunner
 
 from gfxpack.cli import cli
 from gfxpack.formats import DEB, FORMATS, RPM
-from gfxpack.formats.package_format import shell_words
 from gfxpack.repo import publish
+from gfxpack.repo.backends import backend, shell_words
 from gfxpack.repo.inputs import RepoError
 from gfxpack.repo.names import RepositoryNames
 from gfxpack.repo.setup_package import (
@@ -30,7 +30,7 @@ from gfxpack.repo.setup_package import (
     setup_lines,
     write_setup_packages,
 )
-from gfxpack.repo.trust import PublicKey
+from gfxpack.repo.trust import PublicKey, key_path
 from tests.verify.helpers import write_package
 
 SHELLS = [shell for shell in ("bash", "dash") if shutil.which(shell)]
@@ -280,7 +280,7 @@ def signed_lines(out: Path, base_url: str | None, with_setup: bool, **names) -> 
     """setup_lines as gfxpack repo --sign-key [--setup-package] calls it; package
     manager -> its line."""
     key = PublicKey(binary=b"\x99key", armored=b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
-    keys = {fmt: fmt.key_path(out) for fmt in FORMATS}
+    keys = {fmt: key_path(fmt, out) for fmt in FORMATS}
     setup = SetupPackage("rocm-repo", base_url or "", "stable") if with_setup else None
     files = {fmt: Path(fmt.filename(setup.info(fmt, key, 0))) for fmt in FORMATS} if setup else {}
     by_format = setup_lines(out, base_url, "stable", keys, files, FORMATS, RepositoryNames(**names))
@@ -400,11 +400,11 @@ def test_a_signed_line_installs_the_keyring_under_the_repository_id(tmp_path, st
 def test_the_setup_package_installs_files_named_by_the_repository_id(tmp_path):
     key = PublicKey(binary=b"\x99key", armored=b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
     setup = SetupPackage("rocm-repo", "https://r.example.com", "stable", "1.0", "rocm", "ROCm")
-    assert [path for path, _ in DEB.setup_files(setup, key)] == [
+    assert [path for path, _ in backend(DEB).setup_files(setup, key)] == [
         "/etc/apt/sources.list.d/rocm.sources",
         "/usr/share/keyrings/rocm-archive-keyring.gpg",
     ]
-    rpm_files = dict(RPM.setup_files(setup, key))
+    rpm_files = dict(backend(RPM).setup_files(setup, key))
     assert list(rpm_files) == [
         "/etc/yum.repos.d/rocm.repo",
         "/etc/zypp/repos.d/rocm.repo",
@@ -532,15 +532,17 @@ def test_quoting_alone_keeps_the_shell_out_of_every_value(tmp_path, stand_ins, s
         base = f"https://repo.example.com/{payload}"
         names = RepositoryNames(payload, payload, payload, payload)
         for fmt in FORMATS:
-            lines = fmt.setup_lines(base, True, tmp_path, payload, tmp_path / "k.gpg", names)
+            lines = backend(fmt).setup_lines(
+                base, True, tmp_path, payload, tmp_path / "k.gpg", names
+            )
             for client, line in lines.items():
                 calls = stand_ins.run(shell, line)
                 assert not sentinel.exists(), (payload, line)
                 assert (client, calls, stand_ins.tee_input()) == quoted_calls(client, payload)
-            for client, line in fmt.setup_package_lines(base, "r_1.0-1_all.deb").items():
+            for client, line in backend(fmt).setup_package_lines(base, "r_1.0-1_all.deb").items():
                 calls = stand_ins.run(shell, line)
                 assert not sentinel.exists(), (payload, line)
-                url = f"{base}/{fmt.pool(Path(fmt.repo_dir)).as_posix()}/r_1.0-1_all.deb"
+                url = f"{base}/{backend(fmt).pool(Path(fmt.repo_dir)).as_posix()}/r_1.0-1_all.deb"
                 assert any(url in call for call in calls), (client, calls)
     # The stand-in touch works: an unquoted substitution would have made the sentinel.
     assert stand_ins.run(shell, f"echo $(touch {shlex.quote(str(sentinel))})") == []

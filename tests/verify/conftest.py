@@ -111,3 +111,12 @@ def signed_repo(rsa_key, example_release, tmp_path_factory):
         build = signed_build(rsa_key, example_release.out, base / "build-8.2.0")
         publish_signed(rsa_key, build, repo, url)
         yield url, repo
+
+
+@pytest.fixture(scope="session")
+def therock_repo(therock_release, tmp_path_factory) -> Path:
+    """TheRock's package.json built (both formats) from a generated artifacts tree
+    (tests/conftest.py) and published."""
+    repo = tmp_path_factory.mktemp("therock") / "repo"
+    publish(therock_release.out, repo, "stable", 1_700_000_000)
+    return repo

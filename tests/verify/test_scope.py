@@ -15,7 +15,6 @@ import pytest
 from click.testing import CliRunner
 
 from gfxpack.cli import cli
-from gfxpack.repo import publish
 from gfxpack.verify.rules import arch_of
 from tests.conftest import THEROCK_TARGETS
 
@@ -28,15 +27,6 @@ def verify(repo: Path, *args: str):
 
 def reports(result) -> list[dict]:
     return json.loads(result.stdout)
-
-
-@pytest.fixture(scope="module")
-def therock_repo(therock_release, tmp_path_factory) -> Path:
-    """TheRock's package.json built (both formats) from a generated artifacts tree
-    (tests/conftest.py) and published."""
-    repo = tmp_path_factory.mktemp("therock") / "repo"
-    publish(therock_release.out, repo, "stable", 1_700_000_000)
-    return repo
 
 
 @pytest.mark.parametrize("name", ["amdrocm-core8.2-gfx942", "amdrocm-core-sdk8.2-gfx942"])

@@ -18,7 +18,7 @@ from gfxpack.cli.try_install_cmd import CLIENT_NAMES
 from gfxpack.formats import DEB, RPM
 from gfxpack.verify.system import read_system
 from gfxpack.views import reachable
-from tests.readme_commands import gfxpack_shell, readme_block
+from tests.doc_commands import doc_block, gfxpack_shell
 
 TARGET = "amdrocm-core8.2-gfx942"
 PREFIX = "/opt/rocm/core-8.2"
@@ -233,7 +233,10 @@ def test_it_needs_root(example_repo, monkeypatch):
 def test_the_readme_commands_work_as_written(example_repo, tmp_path):
     (tmp_path / "build").mkdir()
     (tmp_path / "build/repo").symlink_to(example_repo)
-    result = gfxpack_shell(tmp_path, readme_block("### Trying an install: `gfxpack try-install`"))
+    result = gfxpack_shell(
+        tmp_path,
+        doc_block("guides/release-engineer.md", "### Trying an install: `gfxpack try-install`"),
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     first, _, json_text = result.stdout.partition("\n{")
     assert first.startswith("dnf installed 21 packages into ")

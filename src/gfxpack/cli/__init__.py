@@ -35,11 +35,19 @@ COMMANDS = {
         "gfxpack.cli.descriptors_cmd:descriptors_group",
         "Load, list and lint hipDNN kernel descriptors (arch_content trees).",
     ),
+    "detect": Subcommand(
+        "gfxpack.cli.detect_cmd:detect_command",
+        "Name the AMD GPUs of this machine and print the commands that install for them.",
+    ),
     "diff": Subcommand(
         "gfxpack.cli.diff_cmd:diff_command",
         "Compare two releases: packages added and removed, dependencies changed, files "
         "added, removed and changed (by digest) in each package, files moved between "
         "packages, and sizes per package and per GPU arch.",
+    ),
+    "index": Subcommand(
+        "gfxpack.cli.index_cmd:index_command",
+        "Write a static Python package index (PEP 503 and PEP 691) of the wheels in a directory.",
     ),
     "init": Subcommand(
         "gfxpack.cli.init_cmd:init_command",
@@ -76,6 +84,10 @@ COMMANDS = {
     "split": Subcommand(
         "gfxpack.cli.split_cmd:split",
         "Split the fat binaries of IN into host files and one .kpack archive per GPU arch.",
+    ),
+    "stream": Subcommand(
+        "gfxpack.cli.stream_cmd:stream_group",
+        "Prune, promote and remove builds of a release stream's repository.",
     ),
     "try-install": Subcommand(
         "gfxpack.cli.try_install_cmd:try_install_command",

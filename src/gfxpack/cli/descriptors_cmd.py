@@ -170,7 +170,7 @@ def list_engines(
     """
     from gfxpack import views
     from gfxpack.descriptors import Diagnostics, EngineNames, Level, load_validated
-    from gfxpack.descriptors.listing import engines_json
+    from gfxpack.descriptors.listing import engines_as_dicts
     from gfxpack.descriptors.types import device_base
 
     _device(device)
@@ -184,7 +184,7 @@ def list_engines(
         max_object_size,
     )
     threshold = Level.parse(level)
-    engines = engines_json(result.sets, device)
+    engines = engines_as_dicts(result.sets, device)
     shown = [d for d in diags.items if d.severity >= threshold]
     errors = len(diags.at_least(Level.ERROR))
     warnings = len(diags.at_least(Level.WARN)) - errors
@@ -194,7 +194,7 @@ def list_engines(
             views.dumps(
                 {
                     "engines": engines,
-                    "diagnostics": [d.to_json() for d in shown],
+                    "diagnostics": [d.as_dict() for d in shown],
                     "errors": errors,
                     "warnings": warnings,
                 }
@@ -290,7 +290,7 @@ def lint_command(
     result = lint([os.fspath(r) for r in roots], _registry(symbols), max_object_size, authored)
     errors = result.problems
     if as_json:
-        click.echo(views.dumps(result.to_json()), nl=False)
+        click.echo(views.dumps(result.as_dict()), nl=False)
     else:
         for report in result.files:
             state = "OK" if not report.schema_errors else f"{len(report.schema_errors)} problem(s)"

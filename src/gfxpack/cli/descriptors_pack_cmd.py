@@ -9,7 +9,7 @@ import click
 from gfxpack.cli.common import max_object_size_option, reports_errors
 
 if TYPE_CHECKING:
-    from gfxpack.descriptors.pack import CodeObjects
+    from gfxpack.descriptors.code_object_sources import CodeObjects
 
 
 @click.command("pack")
@@ -96,7 +96,8 @@ def pack_command(
         raise click.UsageError("give either --code-objects DIR or --from-kpack ARCHIVE")
     from gfxpack import views
     from gfxpack.descriptors import SymbolRegistry
-    from gfxpack.descriptors.pack import CodeObjectArchives, CodeObjectFiles, pack
+    from gfxpack.descriptors.code_object_sources import CodeObjectArchives, CodeObjectFiles
+    from gfxpack.descriptors.pack import pack
 
     source: CodeObjects = (
         CodeObjectArchives(archives, max_object_size)
@@ -117,7 +118,7 @@ def pack_command(
     finally:
         source.close()
     if as_json:
-        click.echo(views.dumps(result.to_json()), nl=False)
+        click.echo(views.dumps(result.as_dict()), nl=False)
         return
     click.echo(f"{result.out}: {len(result.generic)} arch-independent descriptor(s)")
     for arch, shard in result.shards.items():

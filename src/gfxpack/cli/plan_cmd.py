@@ -198,7 +198,7 @@ def _render(release_plan: ReleasePlan, output: str, package: str | None, fmt: Pa
     if package is not None:
         selected = views.reachable(release_plan, roots[0], fmt)
     if output == "json":
-        return views.dumps(views.to_json(release_plan, selected))
+        return views.dumps(views.plan_as_dict(release_plan, selected))
     return _summary(release_plan, selected)
 
 

@@ -83,6 +83,29 @@ def _warn(message: str) -> None:
     "l= (Pin: release l=LABEL). One line, no ','.",
 )
 @click.option(
+    "--codename",
+    metavar="NAME",
+    help="The apt repository's Codename (a Release field, n= in pins): a plain name of "
+    "letters, digits and ._+-. Default: the suite.",
+)
+@click.option(
+    "--keep-generations",
+    type=int,
+    default=3,
+    show_default=True,
+    metavar="N",
+    help="Keep the indexes of the last N publishes fetchable (apt by-hash/, rpm-md "
+    "repodata/ files), so a machine that read an earlier InRelease or repomd.xml "
+    "still finds what it names.",
+)
+@click.option(
+    "--valid-for",
+    type=int,
+    metavar="DAYS",
+    help="apt's Release says Valid-Until: DAYS after its Date; apt then refuses a "
+    "Release older than that (a mirror that stopped updating). Default: no end.",
+)
+@click.option(
     "--repo-id",
     metavar="ID",
     help="What users' machines call the repository: the files the printed lines and the "
@@ -104,6 +127,13 @@ def _warn(message: str) -> None:
     help="When another gfxpack repo run is publishing into OUT: wait for it to finish, "
     "or fail at once.",
 )
+@click.option(
+    "--retain",
+    metavar="POLICY",
+    help="Also prune the builds this retention policy no longer keeps: 30d, 52w, 2y (age), "
+    "120builds (count), all, or a stream's name (dev=30d, nightly=120builds, weekly=52w, "
+    "rc=2y, stable=all). The newest build always stays (see gfxpack stream prune).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option(
     "-q", "--quiet", is_flag=True, help="Only each format's summary line, no setup lines."
@@ -120,9 +150,13 @@ def repo_command(
     setup_version: str,
     origin: str,
     label: str,
+    codename: str | None,
+    keep_generations: int,
+    valid_for: int | None,
     repo_id: str | None,
     repo_name: str | None,
     wait: bool,
+    retain: str | None,
     as_json: bool,
     quiet: bool,
     strict: bool,
@@ -146,6 +180,7 @@ def repo_command(
     from gfxpack.epoch import source_date_epoch
     from gfxpack.formats import FORMATS, format_named
     from gfxpack.repo.apt import check_suite
+    from gfxpack.repo.backends import backend
     from gfxpack.repo.names import DEFAULT, RepositoryNames
     from gfxpack.repo.setup_package import (
         SetupPackage,
@@ -155,6 +190,7 @@ def repo_command(
         write_index,
         write_setup_packages,
     )
+    from gfxpack.repo.stream import Retention
     from gfxpack.repo.trust import export_public_key, publish_key
     from gfxpack.sign import sign_unless_published
 
@@ -171,7 +207,9 @@ def repo_command(
             raise GfxpackError("--setup-package needs --sign-key and --base-url")
     if repo_id is None:
         repo_id = setup_package or DEFAULT
-    names = RepositoryNames(origin, label, repo_id, repo_name)
+    names = RepositoryNames(
+        origin, label, repo_id, repo_name, codename, keep_generations, valid_for
+    )
     names.check()
     setup = None
     if setup_package and base_url:
@@ -187,7 +225,7 @@ def repo_command(
             setup_files = write_setup_packages(setup, key, FORMATS, made, build_epoch(os.environ))
             for fmt, path in setup_files.items():
                 if fmt.signs_packages:
-                    pooled = fmt.pool(out_path / fmt.repo_dir) / path.name
+                    pooled = backend(fmt).pool(out_path / fmt.repo_dir) / path.name
                     sign_unless_published(path, pooled, sign_key)
             write_index(made, setup_files.values())
             inputs.append(made)
@@ -199,6 +237,7 @@ def repo_command(
             sign_key,
             warn=_warn,
             wait=wait,
+            retain=Retention.parse(retain) if retain is not None else None,
             strict=strict,
             names=names,
         )
@@ -214,6 +253,7 @@ def repo_command(
         where = out_path / format_named(result["format"]).repo_dir
         details = [f"suite {result['suite']}"] if "suite" in result else []
         details += ["signed"] if result["signed"] else []
+        details += [f"pruned {', '.join(result['pruned'])}"] if result.get("pruned") else []
         click.echo(
             f"{result['format']}: {len(result['added'])} new, {result['packages']} in {where}"
             + (f" ({', '.join(details)})" if details else "")

@@ -4,16 +4,32 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from gfxpack.cli.common import max_object_size_option, reports_errors
+from gfxpack.cli.common import ByteSize, max_object_size_option, reports_errors
 
 if TYPE_CHECKING:
     from rich.table import Table
 
     from gfxpack.fatbin.split import SplitReport
+
+# The bound of the wheel reader (gfxpack.wheels.archive.DEFAULT_MAX_WHEEL_SIZE, not
+# imported: --help imports nothing but click).
+MAX_UNPACKED = 32 << 30
+
+
+def max_unpacked_size_option(command: Any) -> Any:
+    return click.option(
+        "--max-unpacked-size",
+        type=ByteSize(),
+        default=MAX_UNPACKED,
+        show_default="32G",
+        help="Wheels only: refuse a wheel whose members declare more bytes than this, "
+        "before unpacking any (a member is never read past what it declares).",
+    )(command)
+
 
 # Each command imports what it needs when it runs: a split's wall time is the
 # benchmark, and start-up is part of it (rich and the JSON helpers of the views
@@ -21,7 +37,7 @@ if TYPE_CHECKING:
 
 
 @click.command("split")
-@click.argument("source", metavar="IN", type=click.Path(exists=True, file_okay=False))
+@click.argument("source", metavar="IN", type=click.Path(exists=True))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output directory.")
 @click.option(
     "--name",
@@ -45,6 +61,7 @@ if TYPE_CHECKING:
     "-q", "--quiet", is_flag=True, help="Print errors and one summary line only: no notes or table."
 )
 @max_object_size_option
+@max_unpacked_size_option
 @reports_errors
 def split(
     source: str,
@@ -56,6 +73,7 @@ def split(
     as_json: bool,
     quiet: bool,
     max_object_size: int,
+    max_unpacked_size: int,
 ) -> None:
     """Split the fat binaries of IN into host files and one .kpack archive per GPU arch.
 
@@ -66,7 +84,18 @@ def split(
     to that arch's artifact; everything else is hard-linked. The output is
     written under a temporary name and renamed when complete; the same input
     gives the same bytes. 'gfxpack join' puts the original back.
+
+    IN may also be a wheel (.whl) or a directory of wheels: each becomes a host
+    wheel (extras device-<arch> and device-all) and one data-only device wheel
+    per GPU arch, written to OUT.
     """
+    from gfxpack.wheels.archive import is_wheel_input
+
+    if is_wheel_input(source):
+        _split_wheels(
+            source, out, jobs, force, (max_object_size, max_unpacked_size), (as_json, quiet)
+        )
+        return
     from gfxpack.fatbin.split import split_tree
 
     report = split_tree(source, out, name, kpack_dir, jobs, force, max_object_size)
@@ -82,6 +111,33 @@ def split(
     for note in report.notes:
         click.echo(f"note: {note}", err=True)
     Console(width=120).print(summary_table(report))
+
+
+def _split_wheels(
+    source: str,
+    out: str,
+    jobs: int,
+    force: bool,
+    limits: tuple[int, int],
+    printing: tuple[bool, bool],
+) -> None:
+    from gfxpack.wheels.split import split_wheels
+
+    as_json, quiet = printing
+    results = split_wheels(source, out, jobs, force, *limits)
+    if as_json:
+        wheels = [vars(result) for result in results]
+        click.echo(json.dumps({"out": out, "wheels": wheels}, indent=2, ensure_ascii=False))
+        return
+    for result in results:
+        if not quiet:
+            for note in result.notes:
+                click.echo(f"note: {note}", err=True)
+        devices = len(result.devices)
+        click.echo(
+            f"{out}/{result.host}: host wheel"
+            + (f", {_count(devices, 'device wheel', 'device wheels')}" if devices else "")
+        )
 
 
 def summary_line(report: SplitReport) -> str:
@@ -132,8 +188,11 @@ def summary_table(report: SplitReport) -> Table:
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output directory.")
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")
 @max_object_size_option
+@max_unpacked_size_option
 @reports_errors
-def join(split_dir: str, out: str, force: bool, max_object_size: int) -> None:
+def join(
+    split_dir: str, out: str, force: bool, max_object_size: int, max_unpacked_size: int
+) -> None:
     """Rebuild the input of 'gfxpack split' from its output, byte for byte.
 
     Each host file gets its device code back from the archives; every joined
@@ -141,7 +200,20 @@ def join(split_dir: str, out: str, force: bool, max_object_size: int) -> None:
     copied from SPLIT. Nothing SPLIT's record names is followed or written outside
     OUT: paths must stay inside SPLIT and OUT, symlinks are never followed, and a
     symlink is recreated only when it points inside OUT.
+
+    SPLIT may also be a directory of split wheels: each host wheel and its device
+    wheels give back the original wheel in OUT. Every file it installs (RECORD
+    included) is identical to the original's; the zip container (member order,
+    times, compression) may differ.
     """
+    from gfxpack.wheels.archive import is_wheel_input
+
+    if is_wheel_input(split_dir):
+        from gfxpack.wheels.join import join_wheels
+
+        for name in join_wheels(split_dir, out, force, max_object_size, max_unpacked_size):
+            click.echo(f"wrote {out}/{name}: every file identical to the original's (sha256)")
+        return
     from gfxpack.fatbin.join import join_tree
 
     joined = join_tree(split_dir, out, force, max_object_size)

@@ -81,7 +81,8 @@ SHOWN = 20
     "--waivers",
     type=click.Path(dir_okay=False),
     help="A TOML file of known findings to accept, one [[waiver]] each with rule, "
-    "package and reason (see the README); a waiver that matches nothing is a warning.",
+    "package and reason (see the release engineer guide); a waiver that matches nothing "
+    "is a warning.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Print one summary line.")

@@ -46,7 +46,7 @@ class Diagnostic:
     def line(self) -> str:
         return f"{PREFIX}{self.message}"
 
-    def to_json(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "severity": self.severity.name,
             "code": self.code,

@@ -68,7 +68,7 @@ class FileReport:
             and _minor(self.needs) < _minor(self.declared)
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "type": self.suffix,
@@ -156,10 +156,10 @@ class LintResult:
         """The loader's warnings and errors."""
         return self.load.diagnostics.at_least(Level.WARN)
 
-    def to_json(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         return {
-            "files": [f.to_json() for f in self.files],
-            "diagnostics": [d.to_json() for d in self.problems],
+            "files": [f.as_dict() for f in self.files],
+            "diagnostics": [d.as_dict() for d in self.problems],
             "ok": not self.failed,
         }
 
@@ -179,6 +179,6 @@ def lint(
     )
     files = []
     for root in roots:
-        for path, suffix in descriptor_files(Path(root), type(load.diagnostics)()):
+        for path, suffix in descriptor_files(Path(root), type(load.diagnostics)(), authored):
             files.append(lint_file(path, suffix))
     return LintResult(files, load)

@@ -14,7 +14,7 @@ from gfxpack.descriptors.resolve import DescriptorSet, completed_metadata, engin
 from gfxpack.descriptors.types import KernelDescriptor, device_base
 
 
-def engine_json(candidate: DescriptorSet, device: str | None) -> dict[str, Any]:
+def engine_as_dict(candidate: DescriptorSet, device: str | None) -> dict[str, Any]:
     """One engine: its ids, and the packs and kernels ``device`` sees (all, without one)."""
     return {
         "name": candidate.name,
@@ -34,7 +34,7 @@ def engine_json(candidate: DescriptorSet, device: str | None) -> dict[str, Any]:
                         "arch": list(pack.effective_arch(kernel)),
                         "priority": kernel.priority,
                         "metadata": dict(completed_metadata(kernel, candidate.schema.body)),
-                        **_source_json(kernel),
+                        **_source_as_dict(kernel),
                     }
                     for kernel in kernels
                 ],
@@ -45,7 +45,7 @@ def engine_json(candidate: DescriptorSet, device: str | None) -> dict[str, Any]:
     }
 
 
-def _source_json(kernel: KernelDescriptor) -> dict[str, Any]:
+def _source_as_dict(kernel: KernelDescriptor) -> dict[str, Any]:
     """A kernel's source; a kpack one was verified against its archive while resolving
     (a pack whose archive, toc_key or sha256 fails is dropped before listing)."""
     source = kernel.source
@@ -79,6 +79,6 @@ def _not_for(candidate: DescriptorSet, device: str | None) -> dict[str, list[dic
     return found
 
 
-def engines_json(sets: Iterable[DescriptorSet], device: str | None) -> list[dict[str, Any]]:
+def engines_as_dicts(sets: Iterable[DescriptorSet], device: str | None) -> list[dict[str, Any]]:
     """Every engine, by UUID."""
-    return [engine_json(s, device) for s in sorted(sets, key=lambda s: s.engine.id)]
+    return [engine_as_dict(s, device) for s in sorted(sets, key=lambda s: s.engine.id)]

@@ -79,12 +79,13 @@ def provider_roots(
     return roots
 
 
-def build_catalog(roots: Sequence[Path], diags: Diagnostics) -> Catalog:
-    """Walk every root in order; a root's entries are settled before the next is read."""
+def build_catalog(roots: Sequence[Path], diags: Diagnostics, authored: bool = False) -> Catalog:
+    """Walk every root in order; a root's entries are settled before the next is read.
+    ``authored``: the roots are authored trees, walked by the packager's rule (walk.py)."""
     catalog = Catalog()
     for index, root in enumerate(roots):
         catalog.begin_root(index)
-        for path, suffix in descriptor_files(Path(root), diags):
+        for path, suffix in descriptor_files(Path(root), diags, authored):
             try:
                 descriptor = parse_file(path, os.fspath(root), suffix, diags)
             except Exception as e:
@@ -105,10 +106,11 @@ def load_descriptor_sets(
     """Resolve the descriptors under ``roots`` into per-engine sets (no symbol checks).
     ``disabled`` is HIPDNN_DISABLE_ENGINES' value; no kpack code object larger than
     ``max_object_size`` is read. ``authored``: the roots are authored sources (what
-    ``descriptors pack`` reads), whose packs may leave their kernels to the kernel list."""
+    ``descriptors pack`` reads), walked by the packager's rule (see walk.py) and whose
+    packs may leave their kernels to the kernel list."""
     diags = diags if diags is not None else Diagnostics()
     paths = [Path(r) for r in roots]
-    catalog = build_catalog(paths, diags)
+    catalog = build_catalog(paths, diags, authored)
     with KpackArchives(max_object_size) as archives:
         sets = Resolver(catalog, diags, archives, disabled, authored).run()
     return LoadResult(paths, sets, diags, catalog)

@@ -1,8 +1,11 @@
-"""The descriptor packager: authored descriptors plus built kernels -> an arch_content tree.
+"""The descriptor packager's pipeline: authored descriptors plus built kernels -> an
+arch_content tree (its inputs: :mod:`~gfxpack.descriptors.kernel_list` and
+:mod:`~gfxpack.descriptors.code_object_sources`).
 
 A provider's build authors its engine descriptors (UED, KMD, UHD, UMD, UDD and
 the packs, ``.kdp.json``) once, compiles each kernel for several GPU arches,
-and lists the kernels in a small JSON or TOML file (see :func:`read_kernel_list`).
+and lists the kernels in a small JSON or TOML file (see
+:func:`~gfxpack.descriptors.kernel_list.read_kernel_list`).
 :func:`pack` turns that into the tree the loader reads::
 
     OUT/<subpath>/*.json                   authored descriptors, copied unchanged
@@ -37,336 +40,40 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import math
 import os
-import re
 import shutil
 import tempfile
-import tomllib
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from gfxpack import amdgpu
+from gfxpack.descriptors.code_object_sources import CodeObjectFiles, CodeObjects
 from gfxpack.descriptors.diagnostics import Diagnostic, Diagnostics, Level
-from gfxpack.descriptors.jsonc import MAX_DEPTH, JsoncError, deeper_than, loads
+from gfxpack.descriptors.jsonc import JsoncError, loads
+from gfxpack.descriptors.kernel_list import (
+    MAX_LIST_BYTES,
+    KernelList,
+    ListedKernel,
+    PackError,
+    read_kernel_list,
+)
 from gfxpack.descriptors.lint import schema_errors
 from gfxpack.descriptors.loader import LoadResult, load_validated
-from gfxpack.descriptors.parse import UNKNOWN_ARCH, did_you_mean
+from gfxpack.descriptors.parse import UNKNOWN_ARCH
 from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
 from gfxpack.descriptors.resolve import metadata_problem
 from gfxpack.descriptors.types import Descriptor
-from gfxpack.descriptors.walk import descriptor_files, descriptor_suffix
-from gfxpack.errors import GfxpackError
-from gfxpack.kpack import (
-    DEFAULT_MAX_OBJECT_SIZE,
-    InvalidKpack,
-    KpackReader,
-    check_code_object,
-    write_kpack,
-)
+from gfxpack.descriptors.walk import descriptor_files
+from gfxpack.kpack import check_code_object, write_kpack
 
-DEFAULT_GROUP = "hip_kernel_provider"
-DEFAULT_CODE_OBJECT = "{arch}/{toc_key}.hsaco"
 PRODUCER = "gfxpack descriptors pack"
 KERNEL_VERSION = "1.0"
-MAX_LIST_BYTES = 16 << 20  # a kernel list or descriptor file larger than this is refused
 # Kernel ids not given in the list are derived from the pack id and kernel name.
 KERNEL_NAMESPACE = uuid.UUID("0f6b3c1e-8e44-4f0a-a7a5-5d2c9b1e7f30")
 
 PROVENANCE = ".provenance.json.gz"  # beside each written pack: <pack>.kdp.provenance.json.gz
-_UUID = re.compile(r"^[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}$")
-_GROUP = re.compile(r"^[A-Za-z0-9_.-]+$")
-_LIST_KEYS = {"group", "kernels"}
-KERNEL_KEYS = {
-    "name",
-    "pack",
-    "symbol",
-    "arch",
-    "metadata",
-    "priority",
-    "id",
-    "toc_key",
-    "signature",
-    "code_object",
-}
-_REQUIRED = ("name", "pack", "symbol", "arch")
-
-
-class PackError(GfxpackError, ValueError):
-    """Inputs the packager cannot turn into a loadable tree; one line per problem."""
-
-    def __init__(self, problems: Sequence[str]):
-        self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
-
-
-# --- the kernel list -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ListedKernel:
-    """One kernel of the list: built for ``arch``, placed in the authored pack ``pack``."""
-
-    name: str
-    pack: str  # an authored pack's name or id
-    symbol: str
-    arch: tuple[str, ...]
-    metadata: dict[str, Any] = field(default_factory=dict)
-    priority: int = 0
-    id: str | None = None
-    toc_key: str = ""
-    signature: tuple[dict[str, Any], ...] = ()
-    code_object: str = DEFAULT_CODE_OBJECT
-    where: str = ""  # "<file>: /kernels/<i>", for messages
-
-
-@dataclass(frozen=True)
-class KernelList:
-    path: Path
-    group: str
-    kernels: tuple[ListedKernel, ...]
-
-
-def read_kernel_list(path: str | os.PathLike[str]) -> KernelList:
-    """Read a kernel list (``.json``, or ``.toml``), every problem reported at once.
-
-    JSON form (TOML: ``group = ...`` and one ``[[kernels]]`` table per kernel)::
-
-        {"group": "hip_kernel_provider",            optional: the archives' group name
-         "kernels": [
-           {"name": "add.f32_b64",                  required, unique within its pack
-            "pack": "dnn:pointwise_add",            required: an authored pack's name or id
-            "symbol": "PointwiseAdd",               required: the code object's entry symbol
-            "arch": ["gfx1100", "gfx942"],          required: the arches it is built for
-            "metadata": {"block_size": 64},         optional, default {}
-            "priority": 0,                          optional, default 0
-            "id": "<uuid>",                         optional, default derived from pack + name
-            "toc_key": "add.f32_b64",               optional, default the name
-            "signature": [{"kind": "global_buffer", "size": 8, "offset": 0}],  default []
-            "code_object": "{arch}/{toc_key}.hsaco" optional: file under the code directory
-           }]}
-    """
-    path = Path(path)
-    try:
-        with open(path, "rb") as file:
-            data = file.read(MAX_LIST_BYTES + 1)
-    except OSError as e:
-        raise PackError([f"{path}: cannot read the kernel list: {e.strerror or e}"]) from None
-    if len(data) > MAX_LIST_BYTES:
-        raise PackError([f"{path}: larger than {MAX_LIST_BYTES} bytes; not a kernel list"])
-    kind = "TOML" if path.suffix == ".toml" else "JSON"
-    too_deep = f"{path}: not a kernel list: {kind} nested more than {MAX_DEPTH} levels deep"
-    try:
-        text = data.decode("utf-8")
-        document = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (UnicodeDecodeError, ValueError) as e:
-        raise PackError([f"{path}: not valid {kind}: {e}"]) from None
-    except RecursionError:  # both parsers recurse per level
-        raise PackError([too_deep]) from None
-    # What the parsers accept below their recursion limit is still refused past the
-    # descriptors' depth, so every later step (checks, JSON writing) may recurse.
-    if deeper_than(document, MAX_DEPTH):
-        raise PackError([too_deep])
-    problems: list[str] = []
-    if not isinstance(document, dict):
-        raise PackError([f"{path}: expected an object with a 'kernels' list"])
-    for key in sorted(set(document) - _LIST_KEYS):
-        problems.append(
-            f"{path}: /{key}: unknown key (expected 'group' and 'kernels')"
-            f"{did_you_mean(key, _LIST_KEYS)}"
-        )
-    group = document.get("group", DEFAULT_GROUP)
-    if not isinstance(group, str) or not _GROUP.match(group):
-        problems.append(f"{path}: /group: expected a name of letters, digits, '_', '.', '-'")
-        group = DEFAULT_GROUP
-    raw = document.get("kernels")
-    if not isinstance(raw, list) or not raw:
-        problems.append(f"{path}: /kernels: expected a non-empty list of kernels")
-        raw = []
-    kernels = []
-    seen: dict[tuple[str, str], str] = {}
-    for index, item in enumerate(raw):
-        kernel = _kernel(item, f"{path}: /kernels/{index}", problems)
-        if kernel is None:
-            continue
-        first = seen.setdefault((kernel.pack, kernel.name), kernel.where)
-        if first != kernel.where:
-            problems.append(
-                f"{kernel.where}: kernel '{kernel.name}' is listed twice for pack "
-                f"'{kernel.pack}' (first at {first.split(': ', 1)[1]})"
-            )
-        kernels.append(kernel)
-    if problems:
-        raise PackError(problems)
-    return KernelList(path, group, tuple(kernels))
-
-
-def _kernel(item: object, where: str, problems: list[str]) -> ListedKernel | None:
-    if not isinstance(item, dict):
-        problems.append(f"{where}: expected an object")
-        return None
-    before = len(problems)
-    for key in sorted(set(item) - KERNEL_KEYS):
-        problems.append(
-            f"{where}/{key}: unknown key (expected {', '.join(sorted(KERNEL_KEYS))})"
-            f"{did_you_mean(key, KERNEL_KEYS)}"
-        )
-    for key in _REQUIRED:
-        if key not in item:
-            problems.append(f"{where}: missing required key '{key}'")
-    strings = {}
-    for key in ("name", "pack", "symbol", "toc_key", "code_object", "id"):
-        value = item.get(key)
-        if key in item and (not isinstance(value, str) or not value.strip()):
-            problems.append(f"{where}/{key}: expected a non-empty string, got {value!r}")
-        elif isinstance(value, str):
-            strings[key] = value
-    if "id" in strings and not _UUID.match(strings["id"]):
-        problems.append(f"{where}/id: expected a UUID, got {strings['id']!r}")
-    arch = item.get("arch", [])
-    if not isinstance(arch, list) or not arch:
-        problems.append(f"{where}/arch: expected a non-empty list of processors, got {arch!r}")
-        arch = []
-    for i, name in enumerate(arch):
-        # A processor of the table: its shard is what a device of that processor loads
-        # (a family, a generic target or a typo would make a shard no device loads).
-        problem = amdgpu.processor_problem(name) if isinstance(name, str) else None
-        if not isinstance(name, str):
-            problems.append(f"{where}/arch/{i}: expected a processor such as gfx942, got {name!r}")
-        elif problem:
-            problems.append(f"{where}/arch/{i}: {problem}")
-        elif arch.index(name) != i:
-            problems.append(f"{where}/arch/{i}: {name!r} is listed twice")
-    metadata = item.get("metadata", {})
-    if not isinstance(metadata, dict):
-        problems.append(f"{where}/metadata: expected an object, got {metadata!r}")
-    elif not _plain_json(metadata):
-        problems.append(
-            f"{where}/metadata: values must be booleans, numbers, strings or lists of "
-            "integers (no dates, no NaN)"
-        )
-    priority = item.get("priority", 0)
-    if type(priority) is not int:
-        problems.append(f"{where}/priority: expected an integer, got {priority!r}")
-    signature = item.get("signature", [])
-    if (
-        not isinstance(signature, list)
-        or not all(isinstance(a, dict) for a in signature)
-        or not _plain_json(signature)
-    ):
-        problems.append(f"{where}/signature: expected a list of argument objects")
-    if len(problems) > before:
-        return None
-    return ListedKernel(
-        name=strings["name"],
-        pack=strings["pack"],
-        symbol=strings["symbol"],
-        arch=tuple(arch),
-        metadata=dict(metadata),
-        priority=priority,
-        id=strings["id"].lower() if "id" in strings else None,
-        toc_key=strings.get("toc_key", strings["name"]),
-        signature=tuple(signature),
-        code_object=strings.get("code_object", DEFAULT_CODE_OBJECT),
-        where=where,
-    )
-
-
-def _plain_json(value: object) -> bool:
-    """Whether a value (read from TOML, say) is plain JSON: no dates, no NaN or infinity."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list):
-        return all(_plain_json(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain_json(v) for k, v in value.items())
-    return False
-
-
-# --- where code objects come from ---------------------------------------------------------
-
-
-class CodeObjects(Protocol):
-    """A source of built code objects, one per (kernel, arch)."""
-
-    def read(self, kernel: ListedKernel, arch: str) -> tuple[bytes, str] | str:
-        """The code object and a label of its origin, or why there is none."""
-        ...
-
-    def close(self) -> None: ...
-
-
-class CodeObjectFiles:
-    """Code objects as files under one directory, named by each kernel's ``code_object``
-    template (``{arch}``, ``{toc_key}`` and ``{name}`` are filled in)."""
-
-    def __init__(self, directory: str | os.PathLike[str]):
-        self.directory = Path(directory)
-        if not self.directory.is_dir():
-            raise PackError([f"{self.directory}: the code object directory does not exist"])
-
-    def read(self, kernel: ListedKernel, arch: str) -> tuple[bytes, str] | str:
-        try:
-            relative = kernel.code_object.format_map(
-                {"arch": arch, "toc_key": kernel.toc_key, "name": kernel.name}
-            )
-        except (KeyError, ValueError, IndexError) as e:
-            return f"its code_object {kernel.code_object!r} is not a valid template ({e})"
-        path = self.directory / relative
-        top = os.path.realpath(self.directory)
-        if os.path.isabs(relative) or os.path.commonpath([os.path.realpath(path), top]) != top:
-            return f"its code object {relative!r} lies outside {self.directory}"
-        try:
-            return path.read_bytes(), relative
-        except FileNotFoundError:
-            return f"there is no {path}"
-        except OSError as e:
-            return f"{path} cannot be read: {e.strerror or e}"
-
-    def close(self) -> None:
-        pass
-
-
-class CodeObjectArchives:
-    """Code objects taken from existing .kpack archives, looked up by (toc_key, arch);
-    the first archive given that holds one wins."""
-
-    def __init__(
-        self,
-        archives: Sequence[str | os.PathLike[str]],
-        max_object_size: int = DEFAULT_MAX_OBJECT_SIZE,
-    ):
-        self.readers: list[KpackReader] = []
-        try:
-            for archive in archives:
-                self.readers.append(KpackReader.open(archive, max_object_size))
-        except InvalidKpack as e:
-            self.close()
-            raise PackError([str(e)]) from None
-
-    def read(self, kernel: ListedKernel, arch: str) -> tuple[bytes, str] | str:
-        for reader in self.readers:
-            try:
-                entry = reader.find(kernel.toc_key, arch)
-            except InvalidKpack:
-                continue
-            try:
-                code = reader.read_kernel(entry)
-            except InvalidKpack as e:
-                return str(e)
-            return code, f"{Path(reader.name).name}#{kernel.toc_key}"
-        names = ", ".join(Path(r.name).name for r in self.readers)
-        return f"no archive ({names}) holds toc_key '{kernel.toc_key}' for {arch}"
-
-    def close(self) -> None:
-        for reader in self.readers:
-            reader.close()
-
 
 # --- the authored descriptors -------------------------------------------------------------
 
@@ -380,18 +87,18 @@ class Authored:
 
 
 def read_authored(directory: str | os.PathLike[str]) -> list[Authored]:
-    """Every descriptor file of an authored tree. Hidden entries are skipped (they are
-    editor and VCS files); a symlink is refused, so nothing outside the tree is copied."""
+    """Every descriptor file of an authored tree, found by the one walker with the
+    authored rule (:mod:`gfxpack.descriptors.walk`): hidden entries skipped, a symlink
+    refused, so nothing outside the tree is copied."""
     top = Path(directory)
     if not top.is_dir():
         raise PackError([f"{top}: the authored descriptor directory does not exist"])
-    problems: list[str] = []
+    walked = Diagnostics()
+    files = descriptor_files(top, walked, authored=True)
+    problems = [_problem_line(d) for d in walked.at_least(Level.ERROR)]
     found: list[Authored] = []
-    for path in sorted(_walk(top, problems)):
-        relative = path.relative_to(top).as_posix()
-        suffix = descriptor_suffix(path.name)
-        if suffix is None:
-            continue
+    for name, suffix in files:
+        path = Path(name)
         try:
             if path.stat().st_size > MAX_LIST_BYTES:
                 problems.append(f"{path}: larger than {MAX_LIST_BYTES} bytes")
@@ -404,29 +111,12 @@ def read_authored(directory: str | os.PathLike[str]) -> list[Authored]:
         if not isinstance(document, dict):
             problems.append(f"{path}: the document root must be a JSON object")
             continue
-        found.append(Authored(relative, suffix, data, document))
+        found.append(Authored(path.relative_to(top).as_posix(), suffix, data, document))
     if problems:
         raise PackError(problems)
     if not found:
         raise PackError([f"{top}: holds no descriptor files (*.ued.json, *.kdp.json, ...)"])
     return found
-
-
-def _walk(top: Path, problems: list[str]) -> Iterator[Path]:
-    try:
-        entries = sorted(os.scandir(top), key=lambda e: e.name)
-    except OSError as e:
-        problems.append(f"{top}: cannot be listed: {e.strerror or e}")
-        return
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        if entry.is_symlink():
-            problems.append(f"{entry.path}: is a symlink; only regular files are packed")
-        elif entry.is_dir():
-            yield from _walk(Path(entry.path), problems)
-        elif entry.is_file():
-            yield Path(entry.path)
 
 
 # --- packing ------------------------------------------------------------------------------
@@ -449,7 +139,7 @@ class PackResult:
     shards: dict[str, ArchShard]
     engines: list[str]  # engine names the written tree loads
 
-    def to_json(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "out": str(self.out),
             "group": self.group,

@@ -15,29 +15,42 @@ anyone who could write the split could have forged, so join trusts nothing in it
 - Every path it names is a plain relative path (no leading ``/``, no empty, ``.``
   or ``..`` part, no NUL) inside the split or inside OUT.
 - Each path is reached one directory at a time through descriptors opened without
-  following symlinks, in the split and in OUT alike: neither a symlink in the split
-  nor one an earlier entry made in OUT is ever followed. Only regular files are
-  read; files are created with ``O_EXCL``, so nothing is written twice or through
-  a link.
+  following symlinks (a :class:`~gfxpack.safe_tree.Tree`), in the split and in OUT
+  alike: neither a symlink in the split nor one an earlier entry made in OUT is ever
+  followed. Only regular files are read; files are created with ``O_EXCL``, so
+  nothing is written twice or through a link.
 - Files are copied, never hard-linked: OUT shares no inode with the split, so
   editing the joined tree cannot change the split (which ``build`` packages). The
   copies keep their permission bits but not setuid, setgid or sticky: a copy
   belongs to whoever runs join.
-- A symlink is recreated only when its target stays inside OUT: a relative path
-  whose ``..`` parts all come first, no more of them than the directories above the
-  link (a ``..`` after a name could climb out through another link).
+- A symlink is recreated only when its target stays inside OUT, by the rule build
+  and split apply (:func:`~gfxpack.artifact_files.symlink_target_problem`): a
+  relative path whose ``..`` parts all come first, no more of them than the
+  directories above the link.
+- The work is bounded by the split's size, whatever the record claims: each file of
+  the split is read for one entry at most, each code object of an archive once (and
+  an archive's objects expand to at most 256 times its size, or --max-object-size),
+  each byte of the data file once, and zero runs, the one piece nothing in the split
+  holds, add at most 15 bytes for each other byte of an original (see
+  :func:`~gfxpack.fatbin.rewrite.zero_problem`). So join writes at most 16 times the
+  bytes it takes from the split (its files as they are, the archives' code objects
+  decompressed).
 - Everything is written under a temporary directory beside OUT, renamed to OUT when
   complete; on any error it is removed and OUT is left as it was.
 
 Only the binaries are checked against their originals (the record holds their
 digests); the other files are copies of the split's.
+
+One module, past 500 lines, because joining one binary and joining a tree share the
+checks above, each of which refuses a forged record in one place.
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
-import errno
 import hashlib
+import itertools
 import os
 import shutil
 import stat
@@ -48,20 +61,17 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from gfxpack import kpack
-from gfxpack._io import DIRECTORY_MODE, FILE_MODE
-from gfxpack.artifact_files import printable
+from gfxpack._io import DIRECTORY_MODE, FILE_MODE, replace_directory
+from gfxpack.artifact_files import name_problem, symlink_target_problem
+from gfxpack.artifact_layout import THEROCK_MANIFEST
 from gfxpack.errors import GfxpackError
-from gfxpack.fatbin.rewrite import COPY_CHUNK, OriginalDigest, Recipe
-from gfxpack.regular_files import NotARegularFile, file_kind, open_regular
+from gfxpack.fatbin.reader import EXPANSION
+from gfxpack.fatbin.rewrite import COPY_CHUNK, OriginalDigest, Recipe, zero_problem, zero_runs
+from gfxpack.regular_files import file_kind, printable
+from gfxpack.safe_tree import Refused, Tree, TreeError, copy_bytes, write_all
 
 CodeLookup = Callable[[str, str, str], bytes]  # (archive label, target id, toc key) -> code
 
-# Directories below OUT or the split that join goes down: far deeper than any install
-# tree, and within the open-file limit (one descriptor per level, in each tree).
-MAX_DEPTH = 256
-THEROCK_MANIFEST = "therock_manifest.json"
-_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _PERMISSIONS = 0o777  # a copy's mode: no setuid, setgid or sticky bit
 
 
@@ -76,7 +86,7 @@ def join_binary(
     recipe: Recipe,
     lookup: CodeLookup,
     out: BinaryIO,
-    literals: BinaryIO | None = None,
+    literals: BinaryIO | DataFile | None = None,
 ) -> None:
     """Write the original of the host file ``host`` (called ``name`` in messages) to
     ``out``; JoinError when it does not match. ``literals`` is the split's data file,
@@ -88,6 +98,9 @@ def join_binary(
     if host_size < recipe.start + recipe.page + body:
         raise JoinError(f"{name}: {host_size} bytes, too short for the split it records")
     patches = sorted(recipe.patches)
+    for (before, patch), (after, _) in itertools.pairwise(patches):
+        if before + len(patch) > after:  # split never writes two over the same bytes
+            raise JoinError(f"{name}: the split record patches the bytes at {after} twice")
     cache: dict[tuple[str, str, str], bytes] = {}
 
     def emit(data: bytes | memoryview) -> None:
@@ -123,16 +136,36 @@ def join_binary(
         raise JoinError(f"{name}: the joined bytes differ from the original (sha256 mismatch)")
 
 
+class DataFile:
+    """The split's data file, each of whose bytes a split record refers to once: all
+    its references together may take no more than its size."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self.file = file
+        self.size = self.left = os.fstat(file.fileno()).st_size
+
+
 def _copy_literal(
-    name: str, literals: BinaryIO | None, offset: int, length: int, emit: Callable[[bytes], None]
+    name: str,
+    literals: BinaryIO | DataFile | None,
+    offset: int,
+    length: int,
+    emit: Callable[[bytes], None],
 ) -> None:
     if literals is None:
         raise JoinError(f"{name}: its record refers to the split's data file, which is missing")
-    if offset + length > os.fstat(literals.fileno()).st_size:
+    data = literals if isinstance(literals, DataFile) else DataFile(literals)
+    if offset + length > data.size:
         raise JoinError(f"{name}: the split's data file ends before its record's bytes")
-    literals.seek(offset)
+    if length > data.left:
+        raise JoinError(
+            f"{name}: the split record refers to more bytes of the split's data file than "
+            f"it holds ({data.size:,}); split refers to each of them once"
+        )
+    data.left -= length
+    data.file.seek(offset)
     while length:
-        chunk = literals.read(min(COPY_CHUNK, length))
+        chunk = data.file.read(min(COPY_CHUNK, length))
         if not chunk:
             raise JoinError(f"{name}: the split's data file ends before its record's bytes")
         emit(chunk)
@@ -169,6 +202,9 @@ def _check_pieces(name: str, recipe: Recipe) -> None:
         recipe.end - recipe.start
     ):
         raise JoinError(f"{name}: the split record does not add up to the original's size")
+    problem = zero_problem(recipe.original_size, zero_runs(recipe.pieces))
+    if problem:
+        raise JoinError(f"{name}: the split record claims {problem}; split never writes that")
 
 
 def _copy_unpatched(
@@ -181,16 +217,21 @@ def _copy_unpatched(
     emit: Callable[[bytes], None],
 ) -> None:
     """Copy ``length`` host bytes that stand at ``original_offset`` in the original,
-    putting back the original bytes of every patch in that range."""
+    putting back the original bytes of every patch in that range. ``patches`` are
+    sorted and do not overlap, so each chunk looks only at the patches over it."""
     source.seek(host_offset)
     position = original_offset
     last = original_offset + length
+    ends = [offset + len(original) for offset, original in patches]
     while position < last:
         chunk = bytearray(source.read(min(COPY_CHUNK, last - position)))
         if not chunk:
             raise JoinError(f"{name}: ends early")
         chunk_end = position + len(chunk)
-        for offset, original in patches:
+        for number in range(bisect.bisect_right(ends, position), len(patches)):
+            offset, original = patches[number]
+            if offset >= chunk_end:
+                break
             lo, hi = max(offset, position), min(offset + len(original), chunk_end)
             if lo < hi:
                 chunk[lo - position : hi - position] = original[lo - offset : hi - offset]
@@ -247,13 +288,15 @@ def _entry(record: Path | None = None, pointer: str = "") -> Iterator[None]:
     one, the path the problem is about)."""
     try:
         yield
-    except _Refused as e:
+    except (_Refused, Refused) as e:
         raise (_refuse(record, pointer, e) if record else JoinError(str(e))) from None
 
 
 def record_path(value: object, what: str) -> tuple[str, ...]:
     """The parts of a path the split record names; refused unless it is a plain
-    relative path: no leading '/', no empty, '.' or '..' part, no NUL."""
+    relative path (no leading '/', no empty, '.' or '..' part, no NUL) of names split
+    writes: UTF-8 without control characters (:func:`~gfxpack.artifact_files.name_problem`,
+    the rule split's walk reads its input by)."""
     if not isinstance(value, str) or not value:
         raise _Refused(f"{what}: expected a relative path, found {value!r:.60}")
     parts = tuple(value.split("/"))
@@ -262,27 +305,10 @@ def record_path(value: object, what: str) -> tuple[str, ...]:
             f"{what} {value!r:.100}: expected a relative path inside it "
             "(no leading '/', no empty, '.' or '..' part, no NUL)"
         )
+    problem = name_problem(value)
+    if problem:
+        raise _Refused(f"{what} {value!r:.100}: {problem}; split writes no such name")
     return parts
-
-
-def link_target_problem(target: str, parts: Sequence[str]) -> str | None:
-    """Why a symlink at ``parts`` below OUT must not point to ``target``, or None when
-    the target stays inside OUT. Its ``..`` parts must all come first, climbing only
-    real directories (join makes every directory above a link itself): a ``..`` after
-    a name could climb out of wherever another link leads."""
-    if not target or "\0" in target:
-        return "has no target"
-    if target.startswith("/"):
-        return f"points to the absolute path {target!r:.100}"
-    names = [name for name in target.split("/") if name not in ("", ".")]
-    ups = 0
-    while ups < len(names) and names[ups] == "..":
-        ups += 1
-    if ".." in names[ups:]:
-        return f"points to {target!r:.100}, which has '..' after a name"
-    if ups > len(parts) - 1:
-        return f"points to {target!r:.100}, outside the tree"
-    return None
 
 
 def _kind(mode: int) -> str:
@@ -291,148 +317,23 @@ def _kind(mode: int) -> str:
     return "a symlink" if stat.S_ISLNK(mode) else file_kind(mode)
 
 
-class _Tree:
-    """A directory tree reached through descriptors: every part of a path below the
-    root is opened with ``O_NOFOLLOW``, one at a time, so no symlink on the way is
-    followed (one made earlier in the same run included). The descriptors of the last
-    directory's parts stay open: entries come in tree order, so most of a path is.
+class _Split(Tree):
+    """The split, read through a Tree; each of its files is read for one entry at
+    most, so the work a record asks for is bounded by the split's size."""
 
-    ``shown`` is the root's name in messages; ``writing`` says whether its problems
-    are writing ones (OUT) or reading ones (the split)."""
-
-    def __init__(self, root: Path, shown: Path, writing: bool) -> None:
-        self.shown, self.writing = shown, writing
-        try:
-            self.fd = os.open(root, _DIRECTORY if writing else _DIRECTORY & ~os.O_NOFOLLOW)
-        except OSError as e:
-            raise self.failure((), e) from None
-        self._open: list[tuple[str, int]] = []
-
-    def close(self) -> None:
-        for _, fd in reversed(self._open):
-            os.close(fd)
-        self._open.clear()
-        os.close(self.fd)
-
-    def name(self, parts: Sequence[str]) -> str:
-        return printable(str(self.shown.joinpath(*parts)))
-
-    def failure(self, parts: Sequence[str], error: OSError) -> JoinError:
-        """What the system refused (a full disk, a read-only file system, a permission)."""
-        cause = error.strerror or str(error)
-        if self.writing:
-            where = f" {printable('/'.join(parts))}" if parts else " in it"
-            return JoinError(f"{printable(str(self.shown))}: cannot write{where}: {cause}")
-        return JoinError(f"{self.name(parts)}: cannot read: {cause}")
-
-    def _refusal(self, parent: int, parts: Sequence[str], error: OSError, wanted: str) -> Exception:
-        """What refusing to open ``parts`` as ``wanted`` means, in words."""
-        if error.errno in (errno.ENOTDIR, errno.ELOOP, errno.ENOENT, errno.EEXIST, errno.EINVAL):
-            try:
-                mode = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False).st_mode
-            except FileNotFoundError:
-                return _Refused(f"{self.name(parts)}: does not exist")
-            except OSError:
-                return self.failure(parts, error)
-            if stat.S_ISLNK(mode):
-                return _Refused(f"{self.name(parts)}: is a symlink; join never follows one")
-            return _Refused(f"{self.name(parts)}: is {_kind(mode)}, expected {wanted}")
-        return self.failure(parts, error)
-
-    def directory(self, parts: Sequence[str], create: bool = False) -> int:
-        """The descriptor of the directory ``parts`` (made, with its parents, when
-        ``create``); refused when any part is a symlink or not a directory."""
-        if len(parts) > MAX_DEPTH:
-            raise _Refused(f"{self.name(parts[:2])}/...: more than {MAX_DEPTH} directories deep")
-        kept = 0
-        while kept < min(len(parts), len(self._open)) and self._open[kept][0] == parts[kept]:
-            kept += 1
-        for _, fd in reversed(self._open[kept:]):
-            os.close(fd)
-        del self._open[kept:]
-        for depth in range(kept, len(parts)):
-            parent = self._open[-1][1] if self._open else self.fd
-            try:
-                if create:
-                    with contextlib.suppress(FileExistsError):
-                        os.mkdir(parts[depth], dir_fd=parent)
-                fd = os.open(parts[depth], _DIRECTORY, dir_fd=parent)
-            except OSError as e:
-                raise self._refusal(parent, parts[: depth + 1], e, "a directory") from None
-            self._open.append((parts[depth], fd))
-        return self._open[-1][1] if self._open else self.fd
-
-    # -- reading (the split) --
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self._read: set[tuple[str, ...]] = set()
 
     def open_file(self, parts: Sequence[str]) -> int:
-        """A read-only descriptor of the regular file ``parts``."""
-        parent = self.directory(parts[:-1])
-        try:
-            return open_regular(parts[-1], follow_symlinks=False, dir_fd=parent)
-        except NotARegularFile as e:
-            raise _Refused(f"{self.name(parts)}: {e.strerror}") from None
-        except OSError as e:
-            raise self._refusal(parent, parts, e, "a regular file") from None
-
-    def open_if_present(self, parts: Sequence[str]) -> int | None:
-        """:meth:`open_file`, or None when nothing is there."""
-        parent = self.directory(parts[:-1])
-        try:
-            os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
-        except FileNotFoundError:
-            return None
-        except OSError as e:
-            raise self.failure(parts, e) from None
-        return self.open_file(parts)
-
-    def mode(self, parts: Sequence[str]) -> int:
-        """The mode of ``parts`` itself (a symlink is not followed)."""
-        parent = self.directory(parts[:-1])
-        try:
-            return os.stat(parts[-1], dir_fd=parent, follow_symlinks=False).st_mode
-        except OSError as e:
-            raise self._refusal(parent, parts, e, "an entry") from None
-
-    def read_link(self, parts: Sequence[str]) -> str:
-        parent = self.directory(parts[:-1])
-        try:
-            return os.readlink(parts[-1], dir_fd=parent)
-        except OSError as e:
-            raise self._refusal(parent, parts, e, "a symlink") from None
-
-    def names(self, parts: Sequence[str]) -> list[str]:
-        """The names in the directory ``parts``, sorted."""
-        fd = self.directory(parts)
-        try:
-            return sorted(os.listdir(fd))
-        except OSError as e:
-            raise self.failure(parts, e) from None
-
-    # -- writing (OUT) --
-
-    def create_file(self, parts: Sequence[str]) -> int:
-        """A new file ``parts``, open for writing; refused when anything is there."""
-        parent = self.directory(parts[:-1], create=True)
-        try:
-            return os.open(parts[-1], _CREATE, 0o600, dir_fd=parent)
-        except OSError as e:
-            raise self._creation_refused(parent, parts, e) from None
-
-    def make_directory(self, parts: Sequence[str]) -> None:
-        """The directory ``parts`` and its parents; one already made is kept."""
-        self.directory(parts, create=True)
-
-    def make_symlink(self, target: str, parts: Sequence[str]) -> None:
-        parent = self.directory(parts[:-1], create=True)
-        try:
-            os.symlink(target, parts[-1], dir_fd=parent)
-        except OSError as e:
-            raise self._creation_refused(parent, parts, e) from None
-
-    def _creation_refused(self, parent: int, parts: Sequence[str], error: OSError) -> Exception:
-        if error.errno == errno.EEXIST:
-            return _Refused(f"{self.name(parts)}: already written by an earlier entry")
-        return self.failure(parts, error)
+        if tuple(parts) in self._read:
+            raise Refused(
+                f"{self.name(parts)}: already read for an earlier entry; a split record "
+                "names each file of the split once"
+            )
+        fd = super().open_file(parts)
+        self._read.add(tuple(parts))
+        return fd
 
 
 def join_tree(
@@ -447,24 +348,35 @@ def join_tree(
     from gfxpack.fatbin.split import INDEX, read_index
 
     split, out = Path(split), Path(out).absolute()
-    record = split / INDEX
-    with contextlib.closing(_Tree(split, split, writing=False)) as source:
-        with _entry():
-            _close(source.open_if_present((INDEX,)))  # never a symlink, FIFO or device
-        index = read_index(split)
-        _check_out(split, out, force)
+    try:
+        with contextlib.closing(_Split(split)) as source:
+            index = read_index(split)  # never a symlink, FIFO or device
+            _check_out(split, out, force)
+            return _write_out(source, (index, split / INDEX), out, force, max_object_size)
+    except TreeError as e:  # what the system refused, reading the split or writing OUT
+        raise JoinError(str(e)) from None
+
+
+def _write_out(
+    source: Tree, record: tuple[dict[str, Any], Path], out: Path, force: bool, max_object_size: int
+) -> int:
+    """Join everything the record lists into a temporary directory, renamed to ``out``
+    when complete; how many binaries were joined."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        temporary = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    except OSError as e:
+        raise JoinError(f"{out}: cannot write in {out.parent}: {e.strerror or e}") from None
+    try:
+        with contextlib.closing(Tree(temporary, out, writing=True)) as target:
+            joined = _join_all(source, target, *record, max_object_size)
+        os.chmod(temporary, DIRECTORY_MODE)
         try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            temporary = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+            replace_directory(temporary, out, force)
         except OSError as e:
-            raise JoinError(f"{out}: cannot write in {out.parent}: {e.strerror or e}") from None
-        try:
-            with contextlib.closing(_Tree(temporary, out, writing=True)) as target:
-                joined = _join_all(source, target, index, record, max_object_size)
-            os.chmod(temporary, DIRECTORY_MODE)
-            _replace(temporary, out)
-        finally:
-            shutil.rmtree(temporary, ignore_errors=True)
+            raise JoinError(f"{out}: cannot replace: {e.strerror or e}") from None
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
     return joined
 
 
@@ -480,31 +392,8 @@ def _check_out(split: Path, out: Path, force: bool) -> None:
         raise JoinError(f"{out}: must not contain the split {split}")
 
 
-def _replace(temporary: Path, out: Path) -> None:
-    """Rename the complete tree to ``out``; an ``out`` already there (--force) is
-    moved aside first, and put back if the rename fails."""
-    try:
-        if not os.path.lexists(out):
-            temporary.rename(out)
-            return
-        aside = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-    except OSError as e:
-        raise JoinError(f"{out}: cannot write: {e.strerror or e}") from None
-    try:
-        os.rename(out, aside / "old")
-        try:
-            temporary.rename(out)
-        except OSError:
-            os.rename(aside / "old", out)
-            raise
-    except OSError as e:
-        raise JoinError(f"{out}: cannot replace: {e.strerror or e}") from None
-    finally:
-        shutil.rmtree(aside, ignore_errors=True)
-
-
 def _join_all(
-    source: _Tree, target: _Tree, index: dict[str, Any], record: Path, max_object_size: int
+    source: Tree, target: Tree, index: dict[str, Any], record: Path, max_object_size: int
 ) -> int:
     from gfxpack.fatbin.split import LITERALS
 
@@ -519,7 +408,8 @@ def _join_all(
     joined = 0
     with _entry():
         literals_fd = source.open_if_present((LITERALS,))
-    with os.fdopen(literals_fd, "rb") if literals_fd is not None else nullcontext() as literals:
+    with os.fdopen(literals_fd, "rb") if literals_fd is not None else nullcontext() as file:
+        literals = DataFile(file) if file is not None else None
         for number, job in enumerate(jobs):
             pointer = f"/jobs/{number}"
             joined += _join_job(source, target, job, literals, (record, pointer), max_object_size)
@@ -532,11 +422,44 @@ def _join_all(
     return joined
 
 
+class _Archive:
+    """One archive of a job, read once: each code object at most once, and all of them
+    together at most what its size can hold (as for a fat binary's compressed bundles,
+    see :data:`~gfxpack.fatbin.reader.EXPANSION`)."""
+
+    def __init__(self, source: Tree, parts: Sequence[str], max_object_size: int) -> None:
+        self.name = source.name(parts)
+        file = os.fdopen(source.open_file(parts), "rb")
+        try:
+            self.budget = max(max_object_size, EXPANSION * os.fstat(file.fileno()).st_size)
+            self.reader = kpack.KpackReader(file, self.name, max_object_size)
+        except BaseException:
+            file.close()
+            raise
+        self.read: set[int] = set()  # the ordinals of the objects read
+
+    def code(self, target_id: str, key: str) -> bytes:
+        kernel = self.reader.find(key, target_id)
+        if kernel.ordinal in self.read:
+            raise _Refused(
+                f"{self.name}: the record reads {key!r:.80} for {target_id} a second time; "
+                "split refers to each code object once"
+            )
+        self.read.add(kernel.ordinal)
+        self.budget -= kernel.original_size
+        if self.budget < 0:
+            raise _Refused(
+                f"{self.name}: the record reads more code than the archive's size can hold "
+                f"({EXPANSION} times it, or --max-object-size if larger)"
+            )
+        return self.reader.read_kernel(kernel)
+
+
 def _join_job(
-    source: _Tree,
-    target: _Tree,
+    source: Tree,
+    target: Tree,
     job: object,
-    literals: BinaryIO | None,
+    literals: DataFile | None,
     where: tuple[Path, str],
     max_object_size: int,
 ) -> int:
@@ -548,15 +471,15 @@ def _join_job(
     ):
         raise _refuse(record, pointer, "expected a map with 'archives' and 'files'")
     archives: dict[object, object] = job["archives"]
-    readers: dict[str, kpack.KpackReader] = {}
+    opened: dict[str, _Archive] = {}
 
     def lookup(label: str, target_id: str, key: str) -> bytes:
-        if label not in readers:
+        if label not in opened:
             if label not in archives:
                 raise _Refused(f"no archive for {label!r:.40} in {pointer}/archives")
             parts = record_path(archives[label], f"archive for {label!r:.40}")
-            readers[label] = _open_archive(source, parts, max_object_size)
-        return readers[label].read(key, target_id)
+            opened[label] = _Archive(source, parts, max_object_size)
+        return opened[label].code(target_id, key)
 
     joined = 0
     try:
@@ -564,13 +487,13 @@ def _join_job(
             with _entry(record, f"{pointer}/files/{number}"):
                 joined += _join_entry(source, target, item, lookup, literals)
     finally:
-        for reader in readers.values():
-            reader.close()
+        for archive in opened.values():
+            archive.reader.close()
     return joined
 
 
 def _join_entry(
-    source: _Tree, target: _Tree, item: object, lookup: CodeLookup, literals: BinaryIO | None
+    source: Tree, target: Tree, item: object, lookup: CodeLookup, literals: DataFile | None
 ) -> int:
     """Put one entry of a job in its place; 1 for a binary joined, 0 otherwise."""
     if not (isinstance(item, list) and len(item) == 4):
@@ -592,23 +515,14 @@ def _join_entry(
     return 0
 
 
-def _open_archive(source: _Tree, parts: Sequence[str], max_object_size: int) -> kpack.KpackReader:
-    file = os.fdopen(source.open_file(parts), "rb")
-    try:
-        return kpack.KpackReader(file, source.name(parts), max_object_size)
-    except BaseException:
-        file.close()
-        raise
-
-
 def _join_file(
-    source: _Tree,
+    source: Tree,
     parts: Sequence[str],
-    target: _Tree,
+    target: Tree,
     destination: Sequence[str],
     recipe: Recipe,
     lookup: CodeLookup,
-    literals: BinaryIO | None,
+    literals: DataFile | None,
 ) -> None:
     with os.fdopen(source.open_file(parts), "rb") as host:
         out_fd = target.create_file(destination)
@@ -622,13 +536,13 @@ def _join_file(
 
 
 def _copy_file(
-    source: _Tree, parts: Sequence[str], target: _Tree, destination: Sequence[str]
+    source: Tree, parts: Sequence[str], target: Tree, destination: Sequence[str]
 ) -> None:
     in_fd = source.open_file(parts)
     try:
         out_fd = target.create_file(destination)
         try:
-            _copy_bytes(in_fd, out_fd)
+            copy_bytes(in_fd, out_fd)
             _copy_metadata(os.fstat(in_fd), out_fd)
         except OSError as e:
             raise target.failure(destination, e) from None
@@ -638,10 +552,10 @@ def _copy_file(
         os.close(in_fd)
 
 
-def _write_file(target: _Tree, parts: Sequence[str], data: bytes) -> None:
+def _write_file(target: Tree, parts: Sequence[str], data: bytes) -> None:
     fd = target.create_file(parts)
     try:
-        _write_all(fd, data)
+        write_all(fd, data)
         os.fchmod(fd, FILE_MODE)
     except OSError as e:
         raise target.failure(parts, e) from None
@@ -650,19 +564,21 @@ def _write_file(target: _Tree, parts: Sequence[str], data: bytes) -> None:
 
 
 def _copy_symlink(
-    source: _Tree, parts: Sequence[str], target: _Tree, destination: Sequence[str]
+    source: Tree, parts: Sequence[str], target: Tree, destination: Sequence[str]
 ) -> None:
     link = source.read_link(parts)
-    problem = link_target_problem(link, destination)
+    if bad := name_problem(link):
+        raise _Refused(f"{source.name(parts)}: the symlink's target: {bad}; split writes none")
+    problem = symlink_target_problem(link, len(destination) - 1, "OUT")
     if problem:
         raise _Refused(
-            f"{source.name(parts)}: the symlink {problem}; join recreates only "
-            "symlinks that stay inside OUT"
+            f"{source.name(parts)}: the symlink to {link!r:.100} {problem}; join recreates "
+            "only symlinks that stay inside OUT"
         )
     target.make_symlink(link, destination)
 
 
-def _copy_tree(source: _Tree, target: _Tree, top: tuple[str, ...]) -> None:
+def _copy_tree(source: Tree, target: Tree, top: tuple[str, ...]) -> None:
     """Copy the split's directory ``top`` to the same place in OUT: directories,
     regular files and symlinks that stay inside OUT; nothing is followed."""
     source.directory(top)  # a real directory, reached without a symlink
@@ -672,7 +588,9 @@ def _copy_tree(source: _Tree, target: _Tree, top: tuple[str, ...]) -> None:
         directory = pending.pop()
         for name in source.names(directory):
             parts = (*directory, name)
-            mode = source.mode(parts)
+            if problem := name_problem(name):
+                raise _Refused(f"{source.name(parts)}: {problem}; split writes no such name")
+            mode = source.status(parts).st_mode
             if stat.S_ISDIR(mode):
                 target.make_directory(parts)
                 pending.append(parts)
@@ -687,35 +605,7 @@ def _copy_tree(source: _Tree, target: _Tree, top: tuple[str, ...]) -> None:
                 )
 
 
-def _copy_bytes(source: int, destination: int) -> None:
-    """Copy a whole file between descriptors: in the kernel where it can (a reflink on
-    file systems that share blocks), by reads and writes elsewhere."""
-    try:
-        while os.copy_file_range(source, destination, COPY_CHUNK):
-            pass
-        return
-    except OSError as e:
-        if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-            raise
-    os.lseek(source, 0, os.SEEK_SET)
-    os.lseek(destination, 0, os.SEEK_SET)
-    os.ftruncate(destination, 0)
-    while chunk := os.read(source, COPY_CHUNK):
-        _write_all(destination, chunk)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def _copy_metadata(info: os.stat_result, fd: int) -> None:
     """The source's permission bits (without setuid, setgid or sticky) and times."""
     os.fchmod(fd, stat.S_IMODE(info.st_mode) & _PERMISSIONS)
     os.utime(fd, ns=(info.st_atime_ns, info.st_mtime_ns))
-
-
-def _close(fd: int | None) -> None:
-    if fd is not None:
-        os.close(fd)

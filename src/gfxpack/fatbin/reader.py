@@ -35,6 +35,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import BinaryIO
 
 from gfxpack.fatbin import InvalidFatBinary, bundle, elf
 from gfxpack.kpack import DEFAULT_MAX_OBJECT_SIZE
@@ -78,18 +79,22 @@ class FatBinary:
     """One ELF file mapped read-only. ``devices`` is empty when it carries no device
     code; ``unsplittable`` says why a ``.hip_fatbin`` cannot be split (no wrappers).
     With ``split=True`` only the wrappers of an already split binary are read.
-    ``max_object_size`` bounds each decompressed bundle and code object (see above)."""
+    ``max_object_size`` bounds each decompressed bundle and code object (see above).
+    ``file``: the file already open (by a caller that opens through directory
+    descriptors, see :mod:`gfxpack.safe_tree`), closed with the FatBinary; ``path``
+    then only names it."""
 
     def __init__(
         self,
         path: str | os.PathLike[str],
         split: bool = False,
         max_object_size: int = DEFAULT_MAX_OBJECT_SIZE,
+        file: BinaryIO | None = None,
     ):
         self.path = Path(path)
         self._split = split  # a split binary: read its wrappers only
         self.max_object_size = max_object_size
-        self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        self._file = file if file is not None else open(self.path, "rb")  # noqa: SIM115
         self._map: mmap.mmap | None = None
         self.elf: elf.ElfFile | None = None
         self.fatbin: elf.Section | None = None

@@ -44,12 +44,11 @@ from pathlib import Path
 import msgpack
 
 from gfxpack import kpack
-from gfxpack.artifacts import MANIFEST
+from gfxpack.artifact_layout import GENERIC, MANIFEST
 from gfxpack.errors import GfxpackError
 from gfxpack.fatbin import InvalidFatBinary, elf
 from gfxpack.fatbin.reader import HIPK, FatBinary
 from gfxpack.fatbin.targets import TargetId
-from gfxpack.plan.artifact_index import GENERIC
 from gfxpack.plan.targets import target_order
 
 PLACEHOLDER = "@GFXARCH@"

@@ -33,6 +33,9 @@ mapped back to the input byte for byte, and it cannot drop pages from the
 middle of a segment; pyelftools only reads. The surgery needs exact control
 of every offset, and reading a few header tables by hand keeps every error
 in gfxpack's own words.
+
+One module, past 500 lines, because the four changes above are one computation of
+offsets: each step moves what the next one patches, and the recipe records them all.
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ import msgpack
 
 from gfxpack.errors import GfxpackError
 from gfxpack.fatbin import InvalidFatBinary, elf
-from gfxpack.fatbin.reader import HIPK, WRAPPER, FatBinary
+from gfxpack.fatbin.bundle import CodeObject
+from gfxpack.fatbin.reader import HIPK, WRAPPER, Device, FatBinary
 
 PAGE = elf.PAGE
 REF_SECTION = ".rocm_kpack_ref"
@@ -143,11 +147,40 @@ class OriginalDigest:
         return whole.hexdigest()
 
 
+def zero_runs(pieces: list[list[Any]]) -> int:
+    """The bytes a recipe's zero runs add."""
+    return sum(piece[1] for piece in pieces if piece[0] == 0)
+
+
+# Zero bytes a recipe may add for each other byte of the original (see zero_problem).
+ZERO_RATIO = 15
+MOSTLY_ZEROS = "its device code is almost all zero bytes"
+
+
+def zero_problem(original_size: int, zeros: int) -> str | None:
+    """Why a recipe whose zero runs add ``zeros`` bytes to an original of
+    ``original_size`` bytes is refused, or None.
+
+    Zero runs are the one piece of a recipe nothing in the split holds, so a forged
+    record could claim any number of them. They may add at most ZERO_RATIO bytes for
+    each other byte of the original: every other byte comes from the host file, an
+    archive or the data file, which join reads once each, so joining writes at most
+    ZERO_RATIO + 1 times what the split holds. In a fat binary, zero runs are the
+    padding that aligns bundles and code objects: about a fifth of the file in
+    hipcc's output, more where small compressed bundles are padded to a page, far
+    from 15 times the rest. split keeps whole a binary with more, so every split it
+    writes meets the rule join checks."""
+    if zeros > ZERO_RATIO * (original_size - zeros):
+        return (
+            f"{zeros:,} zero bytes in an original of {original_size:,}, more than "
+            f"{ZERO_RATIO} for each other byte"
+        )
+    return None
+
+
 def too_small(fat: FatBinary) -> str | None:
     """Why splitting would not pay (the reference itself takes a page), or None."""
-    assert fat.fatbin is not None
-    start = _align_up(fat.fatbin.offset, PAGE)
-    end = (fat.fatbin.offset + fat.fatbin.size) // PAGE * PAGE
+    start, end = _removed(fat)
     if end - start < 2 * PAGE:
         return f"device code spans {max(0, end - start) // PAGE} full pages, fewer than 2"
     return None
@@ -199,8 +232,7 @@ def _split_binary(
     reason = too_small(fat)
     if reason:
         raise NotWorthSplitting(reason)
-    start = _align_up(fatbin.offset, PAGE)
-    end = (fatbin.offset + fatbin.size) // PAGE * PAGE
+    start, end = _removed(fat)
     if (fatbin.addr - fatbin.offset) % PAGE:
         raise _fail(fat, f"{fatbin.name}'s address and file offset differ modulo {PAGE}")
     removed = end - start - PAGE  # bytes the file shrinks by
@@ -324,6 +356,9 @@ def _split_binary(
     digest = OriginalDigest()
     digest.update(data[:start])
     pieces = list(_pieces(fat, start, end, kernel_name, archive_of, (known, digest), literals))
+    problem = zero_problem(image.size, zero_runs(pieces))
+    if problem:
+        raise NotWorthSplitting(f"{MOSTLY_ZEROS}: {problem}")
     digest.update(data[end : image.size])
     recipe = Recipe(image.size, digest.hexdigest(), start, end, PAGE, pieces)
     recipe.patches = sorted(
@@ -368,27 +403,14 @@ def _pieces(
 ) -> Iterator[list[Any]]:
     """The removed range as zero runs, literal bytes and code-object references,
     fed to the original's digest as they come."""
-    assert fat.fatbin is not None
     known, digest = digests
-    base = fat.fatbin.offset
-    objects: list[tuple[int, int, list[Any]]] = []
-    for device in fat.devices:
-        found = device.bundle
-        if not device.first or found.compression is not None:
-            continue  # a compressed bundle is kept as literal bytes
-        key = f"{kernel_name}#{device.co_index}"
-        for obj in found.code_objects:
-            first = base + found.offset + obj.offset
-            objects.append(
-                (first, first + obj.size, [2, archive_of(obj.target), str(obj.target), key])
-            )
     data = fat.view
-    position = start
-    for first, last, ref in sorted(objects, key=lambda o: o[0]):
-        if last <= start or first >= end:
+    for clip_from, clip_to, whole in _spans(fat, start, end):
+        if whole is None:
+            yield from _gap(data, clip_from, clip_to, literals, digest)
             continue
-        yield from _gap(data, position, max(first, start), literals, digest)
-        clip_from, clip_to = max(first, start), min(last, end)
+        first, last, device, obj = whole
+        ref = [2, archive_of(obj.target), str(obj.target), f"{kernel_name}#{device.co_index}"]
         if (clip_from, clip_to) == (first, last):
             size, sha256 = known.get((ref[1], ref[2], ref[3])) or (0, b"")
             if size != last - first:
@@ -397,8 +419,62 @@ def _pieces(
         else:  # a code object the cut splits: its bytes count one by one
             digest.update(data[clip_from:clip_to])
         yield [*ref, clip_from - first, clip_to - clip_from]
+
+
+def _spans(
+    fat: FatBinary, start: int, end: int
+) -> Iterator[tuple[int, int, tuple[int, int, Device, CodeObject] | None]]:
+    """The removed range ``[start, end)`` in file order, as ``(from, to, whole)``:
+    bytes between code objects (``whole`` None), and the code objects of uncompressed
+    bundles, each as much of it as the range holds (``whole``: its own bounds, its
+    wrapper and its entry). A compressed bundle is bytes between code objects: it is
+    kept as literal bytes."""
+    assert fat.fatbin is not None
+    base = fat.fatbin.offset
+    objects: list[tuple[int, int, Device, CodeObject]] = []
+    for device in fat.devices:
+        found = device.bundle
+        if not device.first or found.compression is not None:
+            continue
+        for obj in found.code_objects:
+            first = base + found.offset + obj.offset
+            objects.append((first, first + obj.size, device, obj))
+    position = start
+    for whole in sorted(objects, key=lambda o: o[0]):
+        first, last = whole[0], whole[1]
+        if last <= start or first >= end:
+            continue
+        if max(first, start) > position:
+            yield position, max(first, start), None
+        clip_from, clip_to = max(first, start), min(last, end)
+        yield clip_from, clip_to, whole
         position = clip_to
-    yield from _gap(data, position, end, literals, digest)
+    if end > position:
+        yield position, end, None
+
+
+def too_many_zeros(fat: FatBinary) -> str | None:
+    """Why :func:`split_binary` would refuse ``fat`` for its zero runs (see
+    :func:`zero_problem`), known before a code object is stored. Cheap unless the
+    bytes between code objects are most of the file: only then are they scanned."""
+    assert fat.elf is not None
+    start, end = _removed(fat)
+    gaps = [(a, b) for a, b, whole in _spans(fat, start, end) if whole is None]
+    if zero_problem(fat.elf.size, sum(b - a for a, b in gaps)) is None:
+        return None  # not even if every byte between code objects were zero
+    view = fat.view
+    zeros = sum(len(run[0]) for a, b in gaps for run in ZERO_RUN.finditer(view[a:b]))
+    problem = zero_problem(fat.elf.size, zeros)
+    return f"{MOSTLY_ZEROS}: {problem}" if problem else None
+
+
+def _removed(fat: FatBinary) -> tuple[int, int]:
+    """The full pages of ``.hip_fatbin``: the range a split takes out (but the page
+    the reference replaces it with)."""
+    assert fat.fatbin is not None
+    start = _align_up(fat.fatbin.offset, PAGE)
+    end = (fat.fatbin.offset + fat.fatbin.size) // PAGE * PAGE
+    return start, end
 
 
 def _gap(
@@ -462,10 +538,14 @@ def _fail(fat: FatBinary, problem: str) -> InvalidFatBinary:
 
 __all__ = [
     "REF_SECTION",
+    "ZERO_RATIO",
     "CodeDigests",
     "NotWorthSplitting",
     "OriginalDigest",
     "Recipe",
     "reference",
     "split_binary",
+    "too_many_zeros",
+    "zero_problem",
+    "zero_runs",
 ]

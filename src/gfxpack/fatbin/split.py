@@ -20,8 +20,13 @@ without device code are hard-linked (copied across file systems).
 The input is read by the rules ``gfxpack build`` reads artifacts by
 (:mod:`gfxpack.artifact_files`), all of it before anything is written: no symlink
 on the way to the content (artifact directory, manifest, its prefixes, an install
-tree's top), none followed inside it, a symlink kept only when it points inside its
-tree, UTF-8 names, only regular files, directories and symlinks.
+tree's top), none followed inside it, a symlink kept only when its target is
+relative and stays inside its tree (the rule of
+:func:`~gfxpack.artifact_files.symlink_target_problem`: a split has no install
+prefix yet, so an absolute target is refused), UTF-8 names, only regular files,
+directories and symlinks. The files are then read through a
+:class:`~gfxpack.safe_tree.Tree` of the input, one directory at a time without
+following links, so a directory swapped for a symlink after the walk leads nowhere.
 
 Everything is written under a temporary directory renamed to OUT at the end;
 ``gfxpack-split.msgpack`` at OUT's top records, for :mod:`gfxpack.fatbin.join`,
@@ -31,6 +36,7 @@ holds the long byte runs those records refer to (compressed bundles).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -48,9 +54,12 @@ from typing import Any, BinaryIO
 import msgpack
 
 from gfxpack import kpack
-from gfxpack._io import DIRECTORY_MODE
-from gfxpack.artifact_files import printable, read_regular, real_directory, walk
-from gfxpack.artifacts import (
+from gfxpack._io import DIRECTORY_MODE, replace_directory
+from gfxpack.amdgpu import MACH, PROCESSORS_BY_LENGTH
+from gfxpack.artifact_files import read_regular, real_directory, walk
+from gfxpack.artifact_layout import (
+    ARTIFACT_DIR,
+    GENERIC,
     MANIFEST,
     MANIFEST_LIMIT,
     THEROCK_MANIFEST,
@@ -61,10 +70,16 @@ from gfxpack.errors import GfxpackError
 from gfxpack.fatbin import InvalidFatBinary
 from gfxpack.fatbin.bundle import CodeObject
 from gfxpack.fatbin.reader import FatBinary
-from gfxpack.fatbin.rewrite import CodeDigests, NotWorthSplitting, split_binary, too_small
-from gfxpack.fatbin.targets import MACH
-from gfxpack.plan.artifact_index import ARTIFACT_DIR, GENERIC
+from gfxpack.fatbin.rewrite import (
+    CodeDigests,
+    NotWorthSplitting,
+    split_binary,
+    too_many_zeros,
+    too_small,
+)
 from gfxpack.plan.targets import target_order
+from gfxpack.regular_files import NotARegularFile, file_kind, open_regular, printable
+from gfxpack.safe_tree import Tree, TreeError, copy_bytes
 
 INDEX = "gfxpack-split.msgpack"
 LITERALS = "gfxpack-split.data"  # long literal bytes of the join records
@@ -73,14 +88,9 @@ TREE_PREFIX = "stage"
 DEFAULT_KPACK_DIR = ".kpack"
 ARCH_PLACEHOLDER = "@GFXARCH@"
 NAME_COMPONENT = re.compile(r"^[A-Za-z][A-Za-z0-9-]*_[a-z]+$")
-_PROCESSORS = sorted((p for p in MACH if "generic" not in p), key=len, reverse=True)
+_PROCESSORS = PROCESSORS_BY_LENGTH  # every processor, longest name first
 _GFX_TOKEN = re.compile(r"(?<![A-Za-z0-9])gfx([0-9]+[0-9a-z]*)")
 _ISA_BITCODE = re.compile(r"^oclc_isa_version_([0-9]+[0-9a-z]*)\.bc$")
-# The shared walker checks that a kept symlink points inside its tree by resolving it
-# under the tree's install prefix. A tree split has none yet, so it gets one no symlink
-# can name (a target with a control character is refused first): an absolute target
-# always leaves, as split cannot know where the tree will be installed.
-_NO_PREFIX = "/\x01"
 
 
 class SplitError(GfxpackError, ValueError):
@@ -146,6 +156,37 @@ class _Found:
 _Content = list[tuple[str, str, str | None]]
 
 
+class _Input:
+    """The input as the writers read it after the walk checked it: through a Tree, one
+    directory at a time without following links; a path is named as the walk found it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.tree = Tree(root)
+
+    def parts(self, path: Path) -> tuple[str, ...]:
+        return path.relative_to(self.root).parts
+
+    def open(self, path: Path) -> BinaryIO:
+        """The regular file ``path``, open for reading."""
+        return os.fdopen(self.tree.open_file(self.parts(path)), "rb")
+
+    def status(self, path: Path, expected: int) -> os.stat_result:
+        """The status of ``path`` itself, which must still be of the kind the walk
+        found (``stat.S_IFDIR``, ``stat.S_IFREG``)."""
+        info = self.tree.status(self.parts(path))
+        if stat.S_IFMT(info.st_mode) != expected:
+            now = file_kind(info.st_mode) if not stat.S_ISREG(info.st_mode) else "a regular file"
+            raise SplitError(f"{printable(str(path))}: changed while it was split (now {now})")
+        return info
+
+    def link(self, path: Path, destination: Path) -> bool:
+        return self.tree.link(self.parts(path), destination)
+
+    def close(self) -> None:
+        self.tree.close()
+
+
 @dataclass
 class _Job:
     """One fat artifact: where its prefixes are read from and where its parts go."""
@@ -205,11 +246,7 @@ def split_tree(
     if out.exists() or out.is_symlink():
         if not force:
             raise SplitError(f"{out}: already exists (remove it, or replace it with --force)")
-        if (
-            out.is_symlink()
-            or not out.is_dir()
-            or (any(out.iterdir()) and not (out / INDEX).is_file())
-        ):
+        if out.is_symlink() or not out.is_dir() or (any(out.iterdir()) and not _is_split(out)):
             raise SplitError(
                 f"{out}: not the output of an earlier split; --force will not replace it"
             )
@@ -263,14 +300,16 @@ def split_tree(
     report = SplitReport(out, notes=notes)
     try:
         index: dict[str, Any] = {"format": INDEX_FORMAT, "kind": kind, "jobs": [], "copied": []}
-        for directory, entries in copied:
-            _copy_tree(source / directory, temporary / directory, entries)
-            index["copied"].append(directory)
-        with open(temporary / LITERALS, "wb") as literals:
-            for job in work:
-                index["jobs"].append(
-                    _split_job(job, temporary, report, max(1, jobs), literals, max_object_size)
-                )
+        with contextlib.closing(_Input(source)) as reading:
+            for directory, entries in copied:
+                _copy_tree(reading, source / directory, temporary / directory, entries)
+                index["copied"].append(directory)
+            with open(temporary / LITERALS, "wb") as literals:
+                writing = (reading, literals, max(1, jobs))
+                for job in work:
+                    index["jobs"].append(
+                        _split_job(job, temporary, report, writing, max_object_size)
+                    )
         manifest: dict[str, Any] = {}
         if therock_manifest is not None:
             index["therock_manifest"], manifest = therock_manifest
@@ -280,12 +319,25 @@ def split_tree(
             json.dumps(manifest, indent=2, sort_keys=True) + "\n"
         )
         (temporary / INDEX).write_bytes(msgpack.packb(index, use_bin_type=True))
-        _replace(temporary, out)
+        try:
+            replace_directory(temporary, out, force)
+        except OSError as e:
+            raise SplitError(f"{out}: cannot replace: {e.strerror or e}") from None
     except OSError as e:
         raise _write_error(e, out, temporary) from None
+    except TreeError as e:  # the input, read after the walk, is not what the walk found
+        raise SplitError(str(e)) from None
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
     return report
+
+
+def _is_split(out: Path) -> bool:
+    """Whether the directory ``out`` holds a split record (not a link to one)."""
+    try:
+        return stat.S_ISREG(os.lstat(out / INDEX).st_mode)
+    except OSError:
+        return False
 
 
 def _temporary(out: Path) -> Path:
@@ -298,25 +350,6 @@ def _temporary(out: Path) -> Path:
     except OSError as e:
         raise SplitError(f"{out}: cannot write in {out.parent}: {e.strerror or e}") from None
     return temporary
-
-
-def _replace(temporary: Path, out: Path) -> None:
-    """Rename the complete split to ``out``; an earlier split there (--force) is moved
-    aside first, put back if the rename fails, and removed once it succeeded."""
-    old = out.with_name(f".{out.name}.old-{os.getpid()}")
-    try:
-        if not os.path.lexists(out):
-            temporary.rename(out)
-            return
-        out.rename(old)
-        try:
-            temporary.rename(out)
-        except OSError:
-            old.rename(out)
-            raise
-    except OSError as e:
-        raise SplitError(f"{out}: cannot replace: {e.strerror or e}") from None
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def _write_error(error: OSError, out: Path, temporary: Path) -> SplitError | OSError:
@@ -426,12 +459,10 @@ def _content(root: Path, relative: str, problems: list[str]) -> _Content:
     if not real_directory(str(root), relative, problems):
         return []
     top = os.path.join(root, relative) if relative else str(root)
-    start = len(_NO_PREFIX) + 1
-    return [
-        (entry.path[start:], str(entry.kind), entry.target)
-        # Modes are the packaging's business: split keeps them as they are.
-        for entry in walk(top, _NO_PREFIX, 0, True, problems, inside=printable(top))
-    ]
+    # Entries come as "/<path inside top>": the tree has no install prefix yet.
+    entries = walk(top, "", 0, True, problems, inside=printable(top), installed_at_prefix=False)
+    # Modes are the packaging's business: split keeps them as they are.
+    return [(entry.path[1:], str(entry.kind), entry.target) for entry in entries]
 
 
 def _read_therock_manifest(path: Path) -> tuple[bytes, dict[str, Any]] | None:
@@ -458,19 +489,20 @@ def _split_job(
     job: _Job,
     out: Path,
     report: SplitReport,
-    jobs: int,
-    literals: BinaryIO,
+    writing: tuple[_Input, BinaryIO, int],
     max_object_size: int = kpack.DEFAULT_MAX_OBJECT_SIZE,
 ) -> dict[str, Any]:
     """Walk the job's prefixes once: each fat binary is split (code objects into the
     archives, host part rewritten) and closed as soon as it is reached, so open
-    files and maps stay bounded whatever the tree's size."""
+    files and maps stay bounded whatever the tree's size. ``writing``: the input, the
+    data file and the number of threads."""
+    reading, literals, jobs = writing
     generic = f"{job.group}_{GENERIC}"
     files: list[list[Any]] = []  # [output path, original path, kind, recipe or None]
     arch_dirs: dict[str, set[str]] = {}  # arch directory -> prefixes it holds
     (out / generic).mkdir()
     if job.manifest is not None:
-        _link_or_copy(job.manifest, out / generic / MANIFEST)
+        _link_or_copy(reading, job.manifest, out / generic / MANIFEST)
         files.append([f"{generic}/{MANIFEST}", f"{job.source}/{MANIFEST}", "file", None])
     else:
         (out / generic / MANIFEST).write_text(f"{TREE_PREFIX}\n")
@@ -483,9 +515,11 @@ def _split_job(
                     item = _Found(generic, prefix, relpath, _original_path(job, prefix, relpath))
                     done = None
                     if entry == "file":
-                        done = _split_file(job, out, report, archives, (pool, literals), root, item)
+                        helpers = (pool, literals, reading)
+                        done = _split_file(job, out, report, archives, helpers, root, item)
                     files.append(
-                        done or _copy_entry(job, out, report, arch_dirs, prefix, root, found)
+                        done
+                        or _copy_entry(job, (out, reading), report, arch_dirs, prefix, root, found)
                     )
         finally:
             paths = archives.close()
@@ -505,15 +539,20 @@ def _split_file(
     out: Path,
     report: SplitReport,
     archives: _Archives,
-    helpers: tuple[ThreadPoolExecutor, BinaryIO],
+    helpers: tuple[ThreadPoolExecutor, BinaryIO, _Input],
     root: Path,
     item: _Found,
 ) -> list[Any] | None:
     """Split one file if it carries device code worth splitting: its index entry,
     or None when it is to be copied as it is."""
-    pool, literals = helpers
-    with FatBinary(root / item.relpath, max_object_size=archives.max_object_size) as binary:
-        reason = binary.unsplittable or (too_small(binary) if binary.devices else None)
+    pool, literals, reading = helpers
+    path = root / item.relpath
+    file = reading.open(path)
+    info = os.fstat(file.fileno())
+    with FatBinary(path, max_object_size=archives.max_object_size, file=file) as binary:
+        reason = binary.unsplittable or (
+            (too_small(binary) or too_many_zeros(binary)) if binary.devices else None
+        )
         if reason:
             report.notes.append(f"{binary.path}: kept whole: {reason}")
         if reason or not binary.devices:
@@ -521,13 +560,13 @@ def _split_file(
         # The archives hash every code object they store; the original's digest
         # (join checks it) reuses those, so no byte is hashed twice.
         known = archives.add(binary, item, pool)
-        recipe = _rewrite(job, binary, item, out, report, known, literals)
+        recipe = _rewrite(job, binary, item, (out, reading, info), report, known, literals)
         return [item.out_path, item.original, "binary" if recipe else "file", recipe]
 
 
 def _copy_entry(
     job: _Job,
-    out: Path,
+    places: tuple[Path, _Input],
     report: SplitReport,
     arch_dirs: dict[str, set[str]],
     prefix: str,
@@ -536,6 +575,7 @@ def _copy_entry(
 ) -> list[Any]:
     """Place an entry without device code: in its arch's artifact when its name (or a
     directory's above it) says one, such as ``library/gfx90a/`` and what it holds."""
+    out, reading = places
     relpath, entry, target = found
     target_dir = f"{job.group}_{GENERIC}"
     arch = data_file_arch(relpath)
@@ -545,8 +585,8 @@ def _copy_entry(
         if entry == "file":
             totals = report.arches.setdefault(arch, ArchTotals())
             totals.data_files += 1
-            totals.data_bytes += (root / relpath).lstat().st_size
-    _place(root / relpath, out / target_dir / prefix / relpath, entry, target)
+            totals.data_bytes += reading.status(root / relpath, stat.S_IFREG).st_size
+    _place(reading, root / relpath, out / target_dir / prefix / relpath, (entry, target))
     report.copied += entry == "file"
     return [f"{target_dir}/{prefix}/{relpath}", _original_path(job, prefix, relpath), entry, None]
 
@@ -557,20 +597,24 @@ def _original_path(job: _Job, prefix: str, relpath: str) -> str:
 
 # Everything the split writes is a new path: nothing there is replaced or written
 # through (an input holding a file where split puts its own is an error, see
-# _write_error), and nothing of the input is read through a symlink.
+# _write_error), and nothing of the input is read through a symlink (see _Input).
 
 
-def _place(source: Path, destination: Path, entry: str, target: str | None) -> None:
-    """Recreate one entry of the input, as the walk found it, at ``destination``."""
+def _place(reading: _Input, source: Path, destination: Path, found: tuple[str, str | None]) -> None:
+    """Recreate one entry of the input, as the walk found it (its kind and a symlink's
+    checked target), at ``destination``."""
+    entry, target = found
     destination.parent.mkdir(parents=True, exist_ok=True)
     if entry == "dir":
         _directory(destination)
-        shutil.copystat(source, destination, follow_symlinks=False)
+        info = reading.status(source, stat.S_IFDIR)
+        os.chmod(destination, stat.S_IMODE(info.st_mode))
+        os.utime(destination, ns=(info.st_atime_ns, info.st_mtime_ns))
     elif entry == "symlink":
         assert target is not None
         os.symlink(target, destination)  # the target the walk checked, not read again
     else:
-        _link_or_copy(source, destination)
+        _link_or_copy(reading, source, destination)
 
 
 def _directory(path: Path) -> None:
@@ -583,32 +627,30 @@ def _directory(path: Path) -> None:
             raise
 
 
-def _link_or_copy(source: Path, destination: Path) -> None:
+def _link_or_copy(reading: _Input, source: Path, destination: Path) -> None:
     """Hard-link the input's file ``source`` to ``destination``, or copy it where no
     hard link can be made (another file system)."""
     destination.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(source, destination, follow_symlinks=False)
-    except OSError as e:
-        if e.errno == errno.EEXIST:
-            raise
-        _copy(source, destination)
+    if not reading.link(source, destination):
+        _copy(reading, source, destination)
 
 
-def _copy(source: Path, destination: Path) -> None:
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _copy(reading: _Input, source: Path, destination: Path) -> None:
     """Copy a regular file (never a symlink or a FIFO swapped in) with its mode and
     times to the new file ``destination``."""
-    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as reading:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise SplitError(f"{printable(str(source))}: changed while it was split")
+    with reading.open(source) as file:
+        info = os.fstat(file.fileno())
         try:
-            with open(destination, "xb") as writing:
-                shutil.copyfileobj(reading, writing, 1 << 20)
-                writing.flush()
-                os.fchmod(writing.fileno(), stat.S_IMODE(info.st_mode))
-                os.utime(writing.fileno(), ns=(info.st_atime_ns, info.st_mtime_ns))
+            fd = os.open(destination, _NEW_FILE, 0o600)
+            try:
+                copy_bytes(file.fileno(), fd)
+                os.fchmod(fd, stat.S_IMODE(info.st_mode))
+                os.utime(fd, ns=(info.st_atime_ns, info.st_mtime_ns))
+            finally:
+                os.close(fd)
         except OSError as e:
             if e.filename is not None:
                 raise
@@ -616,10 +658,10 @@ def _copy(source: Path, destination: Path) -> None:
             raise OSError(e.errno, e.strerror, str(destination)) from None
 
 
-def _copy_tree(source: Path, destination: Path, content: _Content) -> None:
+def _copy_tree(reading: _Input, source: Path, destination: Path, content: _Content) -> None:
     destination.mkdir()
     for relpath, entry, target in content:
-        _place(source / relpath, destination / relpath, entry, target)
+        _place(reading, source / relpath, destination / relpath, (entry, target))
 
 
 def _archive_name(group: str, arch: str) -> str:
@@ -769,48 +811,63 @@ def _rewrite(
     job: _Job,
     binary: FatBinary,
     item: _Found,
-    out: Path,
+    places: tuple[Path, _Input, os.stat_result],
     report: SplitReport,
     known: CodeDigests,
     literals: BinaryIO,
 ) -> dict[str, Any] | None:
     """Write the host part of one fat binary; its join recipe, or None if kept whole.
+    ``places``: OUT, the input and the status of the binary as it was opened.
 
     The search path leads from the binary's directory to the archive once every
     prefix is installed into one: ``lib/x.so`` finds ``../.kpack/<group>_@GFXARCH@.kpack``.
     """
+    out, reading, info = places
     destination = out / item.out_path
     archive = posixpath.join(job.kpack_dir, _archive_name(job.group, ARCH_PLACEHOLDER))
     search = posixpath.relpath(archive, posixpath.dirname(item.relpath) or ".")
     destination.parent.mkdir(parents=True, exist_ok=True)
-    size = binary.path.stat().st_size
     kernel_name = f"{item.prefix}/{item.relpath}"
+    data_end = literals.tell()
     try:
         with open(destination, "xb") as handle:  # a new file, never through a link
             recipe = split_binary(
                 binary, handle, kernel_name, [search], lambda t: t.processor, known, literals
             )
+            os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode))
     except NotWorthSplitting as e:
         destination.unlink()
+        literals.seek(data_end)  # the bytes its recipe would have referred to
+        literals.truncate()
         report.notes.append(f"{binary.path}: kept whole: {e}")
-        _link_or_copy(binary.path, destination)
+        _link_or_copy(reading, binary.path, destination)
         report.copied += 1
         return None
-    shutil.copystat(binary.path, destination)
+    os.utime(destination, ns=(info.st_atime_ns, info.st_mtime_ns))
     report.binaries += 1
-    report.fat_bytes += size
+    report.fat_bytes += info.st_size
     report.host_bytes += destination.stat().st_size
     return recipe.to_msgpack()
 
 
 def read_index(split: Path) -> dict[str, Any]:
+    """The split record of the split ``split``: a regular file read through the
+    split's directory, never through a symlink (nor a FIFO, which would block)."""
     path = split / INDEX
     try:
-        index = msgpack.unpackb(path.read_bytes(), raw=False)
+        directory = os.open(split, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fd = open_regular(INDEX, follow_symlinks=False, dir_fd=directory)
+        finally:
+            os.close(directory)
+        with os.fdopen(fd, "rb") as file:
+            index = msgpack.unpackb(file.read(), raw=False)
     except FileNotFoundError:
         raise SplitError(f"{split}: no {INDEX}; not made by 'gfxpack split'") from None
+    except NotARegularFile as e:
+        raise SplitError(f"{printable(str(path))}: {e.strerror}") from None
     except (OSError, ValueError, msgpack.UnpackException) as e:
-        raise SplitError(f"{path}: unreadable: {e}") from None
+        raise SplitError(f"{printable(str(path))}: unreadable: {e}") from None
     if isinstance(index, dict) and index.get("format") == 1:
         raise SplitError(f"{path}: made by an earlier gfxpack; split the input again")
     if not isinstance(index, dict) or index.get("format") != INDEX_FORMAT:

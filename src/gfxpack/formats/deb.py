@@ -14,8 +14,8 @@ import textwrap
 from typing import IO
 
 from gfxpack._io import Writable, spool
-from gfxpack.formats import PackageInfo
 from gfxpack.formats.compress import DEB_SUFFIX, compressing
+from gfxpack.formats.info import PackageInfo
 from gfxpack.formats.payload import (
     Entry,
     EntryKind,

@@ -2,9 +2,12 @@
 
 The rest of gfxpack is written once for both: it asks the format how to spell
 a name, which package.json keys hold its relations, how to render them, which
-architecture field it reads, how its files are named and written, and how a
-repository of them is published and read. Only :data:`DEB` and :data:`RPM`
-exist; :data:`FORMATS` lists them in the order every output uses.
+architecture field it reads, and how its files are named and written. Only
+:data:`DEB` and :data:`RPM` exist; :data:`FORMATS` lists them in the order every
+output uses. What a format means to a layer above (its repository: repo/backends.py;
+reading a repository back: verify/universe.py; its inventory entry: inventory.py;
+signing: sign.py; maintainer scripts: alternatives.py) lives there, looked up by
+:attr:`PackageFormat.name`: this module imports nothing above formats/.
 
 >>> DEB.spell("amdrocm-core-devel"), RPM.spell("amdrocm-core-devel")
 ('amdrocm-core-dev', 'amdrocm-core-devel')
@@ -17,13 +20,10 @@ True
 from __future__ import annotations
 
 import abc
-import filecmp
-import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gfxpack import relations
 from gfxpack._io import Writable
@@ -31,17 +31,7 @@ from gfxpack.errors import GfxpackError
 from gfxpack.relations import Relation
 
 if TYPE_CHECKING:
-    from gfxpack.config import PackageSpec
-    from gfxpack.formats import PackageInfo
-    from gfxpack.formats.scripts import Alternative
-    from gfxpack.inventory import Package
-    from gfxpack.repo.inputs import InputFile
-    from gfxpack.repo.names import RepositoryNames
-    from gfxpack.repo.setup_package import SetupPackage
-    from gfxpack.repo.transaction import Transaction
-    from gfxpack.repo.trust import PublicKey
-    from gfxpack.verify.integrity import Keyring
-    from gfxpack.verify.universe import DepIds, Universe
+    from gfxpack.formats.info import PackageInfo
 
 
 class UnknownFormat(GfxpackError, ValueError):
@@ -61,29 +51,9 @@ class PlannedAlternative(Protocol):
     def text(self) -> str | None: ...
 
 
-class RepositoryUpdate(Protocol):
-    """What one run adds to a format's repository, computed and checked before any of it
-    is written; then written in three steps, each for every format before the next."""
-
-    def add_files(self, tx: Transaction) -> None:
-        """Copy the new files into the pool."""
-
-    def commit_record(self, tx: Transaction) -> None:
-        """Record the pool: its files are published."""
-
-    def commit_indexes(self, tx: Transaction) -> None:
-        """Write the indexes package managers read."""
-
-    def discard(self) -> None:
-        """Remove what was prepared and not written (a no-op once written)."""
-
-    def summary(self) -> dict[str, Any]:
-        """What was done, as JSON values."""
-
-
 @dataclass(frozen=True, eq=False)
 class PackageFormat(abc.ABC):
-    """A package format: its spelling, relation syntax, fields, files and repository."""
+    """A package format: its spelling, relation syntax, fields and files."""
 
     name: str  # deb / rpm: the --format value and the key of JSON outputs
     title: str  # DEB / RPM: as messages write it
@@ -163,7 +133,8 @@ class PackageFormat(abc.ABC):
             self.parse(item.strip()) for item in text.replace("\n", " ").split(",") if item.strip()
         )
 
-    def arch(self, spec: PackageSpec) -> str:
+    def arch(self, spec: object) -> str:
+        """The architecture a package.json spec (a config.PackageSpec) gives this format."""
         value: str = getattr(spec, self.arch_attribute)
         return value
 
@@ -190,113 +161,6 @@ class PackageFormat(abc.ABC):
         goes to a temporary file in ``scratch`` (default: the system's temporary
         directory, often a small tmpfs: a build passes a directory beside its OUT)."""
 
-    @abc.abstractmethod
-    def maintainer_scripts(
-        self, alternatives: list[Alternative], prefix: str, rank: int, siblings: list[str]
-    ) -> dict[str, str]:
-        """The update-alternatives scripts of a Postinstall package."""
-
-    @abc.abstractmethod
-    def read_inventory_package(self, path: Path, kind: str | None, download: int) -> Package:
-        """One package file as an inventory (diff) entry: its names, relations, files."""
-
-    @abc.abstractmethod
-    def sign_package(self, path: Path, key: str, gnupghome: str | None) -> None:
-        """Sign the package file at ``path`` in place with gpg's ``key`` (only when
-        :attr:`signs_packages`)."""
-
-    @abc.abstractmethod
-    def same_package(self, one: Path, other: Path) -> bool:
-        """Whether two package files hold the same package, whatever their signatures."""
-
-    # -- repositories --------------------------------------------------------------------
-
-    @abc.abstractmethod
-    def prepare_repository(
-        self,
-        files: list[InputFile],
-        root: Path,
-        suite: str,
-        epoch: int,
-        sign_key: str | None,
-        gnupghome: str | None,
-        names: RepositoryNames,
-    ) -> RepositoryUpdate:
-        """Everything adding ``files`` to the repository at ``root`` writes, checked (and
-        signed), with nothing written yet; its indexes carry ``names`` where the format
-        has a place for them."""
-
-    @abc.abstractmethod
-    def pool(self, root: Path) -> Path:
-        """Where the repository at ``root`` keeps its package files."""
-
-    @abc.abstractmethod
-    def recover_repository(self, root: Path, note: Callable[[str], None]) -> None:
-        """Undo what an interrupted run left in the repository at ``root`` beyond partial
-        files (which every repository leaves alike); ``note`` tells what it restored."""
-
-    def key_path(self, root: Path) -> Path:
-        """Where the repository root ``root`` holds the key that signs this format's
-        repository."""
-        return root / self.key_file
-
-    def key_bytes(self, key: PublicKey) -> bytes:
-        """The public key as this format's package manager reads it."""
-        return key.armored if self.armored_key else key.binary
-
-    @abc.abstractmethod
-    def setup_lines(
-        self,
-        base: str,
-        served: bool,
-        root: Path,
-        suite: str,
-        key: Path | None,
-        names: RepositoryNames,
-    ) -> dict[str, str]:
-        """Package manager -> one shell command line (run as root) that points it at the
-        repository published under ``root``, served at ``base`` (``served``: a --base-url,
-        else ``base`` is ``root`` as a file:// URL), checked with the published ``key``
-        (None: unsigned); what it writes is named by ``names``."""
-
-    def setup_package_lines(self, base: str, package_file: str) -> dict[str, str]:
-        """Package manager -> one shell command line (run as root) that installs the
-        repository's setup package ``package_file`` from the repository served at
-        ``base``."""
-        url = f"{base}/{self.pool(Path(self.repo_dir)).as_posix()}/{package_file}"
-        return self._install_from_url(base, url, package_file)
-
-    @abc.abstractmethod
-    def _install_from_url(self, base: str, url: str, package_file: str) -> dict[str, str]: ...
-
-    @abc.abstractmethod
-    def setup_files(self, setup: SetupPackage, key: PublicKey) -> list[tuple[str, bytes]]:
-        """(path, contents) of what the repository's setup package installs: the
-        sources entry and the signing key where this format's package manager reads
-        them."""
-
-    @abc.abstractmethod
-    def load_repository(
-        self, universe: Universe, suite: str | None, deps: DepIds, keyring: Keyring | None
-    ) -> str:
-        """Read the repository under ``universe.root`` into its pool, its indexes checked
-        (and their signatures, against ``keyring`` when given); its label."""
-
-
-# printf's format that prints each argument on a line of its own.
-_LINES = "%s\\n"
-# Where a signed rpm-md repository holds the armored key of the signature beside it
-# (repodata/repomd.xml.asc), relative to the repository: where zypper and dnf look for
-# a key they were not given, and what the printed setup lines import.
-RPM_MD_KEY = "repodata/repomd.xml.key"
-
-
-def shell_words(*words: str) -> str:
-    """One shell command of ``words``, each quoted (shlex.quote) so that it reaches the
-    command exactly as written: a printed setup line pasted into a shell never runs or
-    expands anything from a URL, path or name in it."""
-    return " ".join(shlex.quote(word) for word in words)
-
 
 class _Deb(PackageFormat):
     def join_alternatives(self, parts: Sequence[str]) -> str:
@@ -312,100 +176,6 @@ class _Deb(PackageFormat):
 
         deb.write(info, out, scratch)
 
-    def maintainer_scripts(
-        self, alternatives: list[Alternative], prefix: str, rank: int, siblings: list[str]
-    ) -> dict[str, str]:
-        from gfxpack.formats import scripts
-
-        return scripts.deb_scripts(alternatives, prefix, rank, siblings)
-
-    def read_inventory_package(self, path: Path, kind: str | None, download: int) -> Package:
-        from gfxpack import inventory
-
-        return inventory.read_deb_package(path, kind, download)
-
-    def prepare_repository(
-        self,
-        files: list[InputFile],
-        root: Path,
-        suite: str,
-        epoch: int,
-        sign_key: str | None,
-        gnupghome: str | None,
-        names: RepositoryNames,
-    ) -> RepositoryUpdate:
-        from gfxpack.repo import apt
-
-        return apt.prepare(
-            files, root, suite, epoch, sign_key, gnupghome, names.origin, names.label
-        )
-
-    def pool(self, root: Path) -> Path:
-        from gfxpack.repo import apt
-
-        return root / "pool" / apt.COMPONENT
-
-    def recover_repository(self, root: Path, note: Callable[[str], None]) -> None:
-        from gfxpack.repo import apt
-
-        apt.recover(root)
-
-    def sign_package(self, path: Path, key: str, gnupghome: str | None) -> None:
-        raise GfxpackError(f"{path}: DEB packages are not signed (apt checks the repository)")
-
-    def same_package(self, one: Path, other: Path) -> bool:
-        return filecmp.cmp(one, other, shallow=False)
-
-    def setup_lines(
-        self,
-        base: str,
-        served: bool,
-        root: Path,
-        suite: str,
-        key: Path | None,
-        names: RepositoryNames,
-    ) -> dict[str, str]:
-        commands = []
-        trust = "trusted=yes"
-        if key is not None:
-            # Where apt (whose download sandbox may not read OUT) finds the keyring:
-            # where the setup package installs it.
-            keyring = f"/usr/share/keyrings/{names.repo_id}-archive-keyring.gpg"
-            if served:
-                commands.append(shell_words("curl", "-fsSLo", keyring, f"{base}/{self.key_file}"))
-            else:
-                commands.append(shell_words("cp", str(key.resolve()), keyring))
-            trust = f"signed-by={keyring}"
-        # printf, not echo: some shells' echo reads backslashes in its argument.
-        entry = shell_words("printf", _LINES, f"deb [{trust}] {base}/{self.repo_dir} {suite} main")
-        sources = f"/etc/apt/sources.list.d/{names.repo_id}.list"
-        commands.append(f"{entry} | {shell_words('tee', sources)}")
-        return {self.client: " && ".join([*commands, "apt-get update"])}
-
-    def _install_from_url(self, base: str, url: str, package_file: str) -> dict[str, str]:
-        # apt-get installs a local file only: fetched first, into a new directory (as
-        # root, never a name in /tmp that another user could have made first).
-        local = f'"$d"/{shlex.quote(package_file)}'
-        return {
-            self.client: (
-                f"d=$(mktemp -d) && curl -fsSLo {local} {shlex.quote(url)} && "
-                f"apt-get install -y {local} && apt-get update"
-            )
-        }
-
-    def setup_files(self, setup: SetupPackage, key: PublicKey) -> list[tuple[str, bytes]]:
-        return [
-            (f"/etc/apt/sources.list.d/{setup.ident}.sources", setup.sources_text().encode()),
-            (setup.keyring_path, self.key_bytes(key)),
-        ]
-
-    def load_repository(
-        self, universe: Universe, suite: str | None, deps: DepIds, keyring: Keyring | None
-    ) -> str:
-        from gfxpack.verify import universe as loader
-
-        return loader.load_apt(universe, suite, deps, keyring)
-
 
 class _Rpm(PackageFormat):
     def join_alternatives(self, parts: Sequence[str]) -> str:
@@ -420,130 +190,6 @@ class _Rpm(PackageFormat):
         from gfxpack.formats import rpm
 
         rpm.write(info, out, scratch)
-
-    def maintainer_scripts(
-        self, alternatives: list[Alternative], prefix: str, rank: int, siblings: list[str]
-    ) -> dict[str, str]:
-        from gfxpack.formats import scripts
-
-        return scripts.rpm_scripts(alternatives, prefix, rank, siblings)
-
-    def read_inventory_package(self, path: Path, kind: str | None, download: int) -> Package:
-        from gfxpack import inventory
-
-        return inventory.read_rpm_package(path, kind, download)
-
-    def prepare_repository(
-        self,
-        files: list[InputFile],
-        root: Path,
-        suite: str,
-        epoch: int,
-        sign_key: str | None,
-        gnupghome: str | None,
-        names: RepositoryNames,
-    ) -> RepositoryUpdate:
-        from gfxpack.repo import rpmmd
-
-        return rpmmd.prepare(files, root, epoch, sign_key, gnupghome)
-
-    def pool(self, root: Path) -> Path:
-        return root / "Packages"
-
-    def recover_repository(self, root: Path, note: Callable[[str], None]) -> None:
-        from gfxpack.repo import rpmmd
-
-        rpmmd.recover(root, note)
-
-    def sign_package(self, path: Path, key: str, gnupghome: str | None) -> None:
-        from gfxpack.formats import rpmsign
-
-        rpmsign.sign_rpm(path, key, gnupghome)
-
-    def same_package(self, one: Path, other: Path) -> bool:
-        from gfxpack.formats import rpmsign
-
-        return rpmsign.same_contents(one, other)
-
-    def setup_lines(
-        self,
-        base: str,
-        served: bool,
-        root: Path,
-        suite: str,
-        key: Path | None,
-        names: RepositoryNames,
-    ) -> dict[str, str]:
-        key_url = f"{base}/{self.repo_dir}/{RPM_MD_KEY}" if key is not None else None
-        lines = {}
-        for client, directory, extra in (
-            ("dnf", "/etc/yum.repos.d", ()),
-            # zypper refreshes the repository's metadata before each command that reads
-            # it (dnf does so when it expires).
-            ("zypper", "/etc/zypp/repos.d", ("type=rpm-md", "enabled=1", "autorefresh=1")),
-        ):
-            section = self._repo_section(base, key_url, names, extra)
-            repo_file = f"{directory}/{names.repo_id}.repo"
-            lines[client] = f"{section} | {shell_words('tee', repo_file)}"
-        # zypper is given the .repo file rather than `zypper addrepo URL`, which
-        # percent-encodes its URL again (a %20 of it would reach the server as %2520).
-        # It trusts the keys in rpm's database, so the key is imported first: from its
-        # URL, or for a repository on this machine from its path (rpm --import reads a
-        # file: URL without decoding its %20).
-        zypper = [lines["zypper"], shell_words("zypper", "refresh", names.repo_id)]
-        if key_url is not None:
-            source = key_url if served else str((root / self.repo_dir / RPM_MD_KEY).resolve())
-            zypper.insert(0, shell_words("rpm", "--import", source))
-        lines["zypper"] = " && ".join(zypper)
-        return lines
-
-    def _repo_section(
-        self, base: str, key_url: str | None, names: RepositoryNames, extra: Sequence[str]
-    ) -> str:
-        """A printf that prints the .repo section of the repository at ``base``."""
-        checks = (
-            ["gpgcheck=1", "repo_gpgcheck=1", f"gpgkey={key_url}"]
-            if key_url is not None
-            else ["gpgcheck=0"]
-        )
-        # Each line of the .repo section an argument of printf, never its format: a '%'
-        # of a URL (%2F) reaches the file as it is.
-        section = [
-            f"[{names.repo_id}]",
-            f"name={names.title}",
-            f"baseurl={base}/{self.repo_dir}",
-            *extra,
-            *checks,
-        ]
-        return shell_words("printf", _LINES, *section)
-
-    def _install_from_url(self, base: str, url: str, package_file: str) -> dict[str, str]:
-        # zypper checks the setup package's signature (dnf does not, for a package given
-        # as a file or URL): with the key the repository publishes.
-        key_url = f"{base}/{self.repo_dir}/{RPM_MD_KEY}"
-        return {
-            "dnf": shell_words("dnf", "install", "-y", url),
-            "zypper": (
-                f"{shell_words('rpm', '--import', key_url)} && "
-                f"{shell_words('zypper', 'install', '-y', url)}"
-            ),
-        }
-
-    def setup_files(self, setup: SetupPackage, key: PublicKey) -> list[tuple[str, bytes]]:
-        repo = setup.repo_text().encode()
-        return [
-            (f"/etc/yum.repos.d/{setup.ident}.repo", repo),  # dnf
-            (f"/etc/zypp/repos.d/{setup.ident}.repo", repo),  # zypper
-            (setup.rpm_key_path, self.key_bytes(key)),
-        ]
-
-    def load_repository(
-        self, universe: Universe, suite: str | None, deps: DepIds, keyring: Keyring | None
-    ) -> str:
-        from gfxpack.verify import universe as loader
-
-        loader.load_rpmmd(universe, keyring)
-        return universe.label
 
 
 DEB: PackageFormat = _Deb(

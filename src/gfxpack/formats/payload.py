@@ -46,6 +46,9 @@ class Entry:
     target: str | None = None  # a symlink's target, as written
     mtime: int = 0
     data: bytes | None = None  # inline bytes instead of a source file
+    # (st_dev, st_ino) of the source when the artifacts were walked: the file read
+    # must be that one, not whatever a directory swapped in since leads to.
+    identity: tuple[int, int] | None = None
 
     @property
     def link(self) -> str:
@@ -131,9 +134,15 @@ def _open(entry: Entry) -> BinaryIO:
         raise OSError(f"{entry.path}: a file entry with neither contents nor a source")
     fd = os.open(entry.source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     file = os.fdopen(fd, "rb")
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
         file.close()
         raise OSError(f"{entry.source}: no longer a regular file")
+    if entry.identity is not None and (
+        (info.st_dev, info.st_ino) != entry.identity or info.st_size != entry.size
+    ):
+        file.close()
+        raise OSError(f"{entry.source}: changed since the artifacts were read; rerun the build")
     return file
 
 

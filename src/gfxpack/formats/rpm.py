@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gfxpack._io import HashingWriter, Writable, spool
-from gfxpack.formats import PackageInfo, rpm_policy
+from gfxpack.formats import rpm_policy
 from gfxpack.formats.compress import compressing
+from gfxpack.formats.info import PackageInfo
 from gfxpack.formats.payload import (
     Entry,
     EntryKind,
@@ -128,7 +129,7 @@ def parse_dependency(text: str) -> Dependency:
     return Dependency(name)
 
 
-class _HeaderBuilder:
+class HeaderBuilder:
     """Collects (tag, type, value) entries and lays out one header blob."""
 
     def __init__(self) -> None:
@@ -197,7 +198,7 @@ def write(info: PackageInfo, out: Writable, scratch: str | None = None) -> None:
             raw = HashingWriter(stream)  # counting only: the uncompressed size
             digests = write_cpio(raw, entries)
         header = _main_header(info, entries, digests, compressed).build(HEADER_REGION)
-        signature = _HeaderBuilder()
+        signature = HeaderBuilder()
         signature.add(SIG_SHA1, STRING, hashlib.sha1(header, usedforsecurity=False).hexdigest())
         signature.add(SIG_SHA256, STRING, hashlib.sha256(header).hexdigest())
         signature.add_size((SIG_SIZE, SIG_LONGSIZE), len(header) + compressed.size)
@@ -221,8 +222,8 @@ def _main_header(
     entries: tuple[Entry, ...],
     digests: dict[str, str],
     compressed: HashingWriter,
-) -> _HeaderBuilder:
-    h = _HeaderBuilder()
+) -> HeaderBuilder:
+    h = HeaderBuilder()
     h.add(I18NTABLE, STRING_ARRAY, ["C"])
     h.add(NAME, STRING, info.name)
     h.add(VERSION, STRING, info.version)
@@ -266,7 +267,7 @@ def _main_header(
     return h
 
 
-def _add_relations(h: _HeaderBuilder, info: PackageInfo) -> None:
+def _add_relations(h: HeaderBuilder, info: PackageInfo) -> None:
     evr = info.full_version
     provides = [Dependency(info.name, EQUAL, evr)]
     if info.arch in _ISA:
@@ -295,7 +296,7 @@ def _add_relations(h: _HeaderBuilder, info: PackageInfo) -> None:
         h.add_dependencies(tags, [parse_dependency(t) for t in texts])
 
 
-def _add_files(h: _HeaderBuilder, entries: tuple[Entry, ...], digests: dict[str, str]) -> None:
+def _add_files(h: HeaderBuilder, entries: tuple[Entry, ...], digests: dict[str, str]) -> None:
     dirnames: dict[str, int] = {}
     indexes, basenames = [], []
     for entry in entries:

@@ -25,7 +25,7 @@ import posixpath
 import re
 import time
 
-from gfxpack.formats import PackageInfo
+from gfxpack.formats.info import PackageInfo
 from gfxpack.formats.payload import Entry, EntryKind
 
 # rpm's dependency sense flags for scriptlet-time requirements (rpmds.h).

@@ -44,7 +44,7 @@ from gfxpack.formats.rpm import (
     SIG_SHA256,
     STRING,
     STRING_ARRAY,
-    _HeaderBuilder,
+    HeaderBuilder,
 )
 
 LEAD_SIZE = 96
@@ -198,7 +198,7 @@ def sign_rpm(path: Path, key: str, gnupghome: str | None = None) -> None:
         raise SignError(f"{path}: cannot read it ({e.strerror})") from None
     header_only = _gpg_sign([layout.header], key, gnupghome, f"the header of {path}")
     rsa = _public_key_algorithm(header_only) in _RSA_ALGORITHMS
-    signature = _HeaderBuilder()
+    signature = HeaderBuilder()
     for tag, kind, value in layout.entries:
         if tag not in _OPENPGP_TAGS:
             signature.add(tag, kind, value)

@@ -3,22 +3,19 @@
 The planner never reads the disk: gfxarch-ness and the devices a package gets
 depend on which ``<name>_<component>_<target>`` directories exist (spec
 packaging.md sections 3 and 5), and this index answers those questions from a
-list of directory names. ``gfxpack.artifacts`` builds it from a real tree.
+list of directory names (their pattern is :mod:`gfxpack.artifact_layout`'s).
+``gfxpack.artifacts`` builds it from a real tree.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gfxpack.artifact_layout import ARTIFACT_DIR, GENERIC
 from gfxpack.config import PackageSpec
 from gfxpack.plan.naming import TARGET, arch_suffix
 from gfxpack.plan.targets import sort_targets
-
-# name has no underscores; the target may carry an xnack feature (gfx942:xnack+).
-ARTIFACT_DIR = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)_([a-z]+)_([^_/]+)$")
-GENERIC = "generic"
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from gfxpack.errors import StrictFailure
-from gfxpack.formats import FORMATS
-from gfxpack.formats.package_format import RepositoryUpdate
-from gfxpack.repo import apt
+from gfxpack.outdir import read_index
+from gfxpack.repo import apt, stream
 from gfxpack.repo.inputs import InputFile, RepoError, collect
 from gfxpack.repo.names import DEFAULT_NAMES, RepositoryNames
-from gfxpack.repo.transaction import Transaction, os_errors, recover
+from gfxpack.repo.transaction import os_errors
 
 __all__ = ["RepoError", "RepositoryNames", "publish"]
 
@@ -27,18 +26,25 @@ def _ignore(_: str) -> None:
     pass
 
 
-def _inputs(builds: Sequence[Path], warn: Callable[[str], None]) -> list[InputFile]:
-    """The files of every build, each name once (the same name twice must be the same bytes)."""
+def _inputs(
+    builds: Sequence[Path], warn: Callable[[str], None], epoch: int
+) -> tuple[list[InputFile], list[stream.Build]]:
+    """The files of every build, each name once (the same name twice must be the same
+    bytes), and the builds among them that name their version."""
     chosen: dict[str, InputFile] = {}
+    versioned = []
     for build in builds:
-        for item in collect(build, warn):
+        items = collect(build, warn)
+        if (made := _build_of(build, items, epoch)) is not None:
+            versioned.append(made)
+        for item in items:
             other = chosen.setdefault(item.name, item)
             if other.sha256 != item.sha256:
                 raise RepoError(
                     f"{item.name}: {other.path.parent} and {item.path.parent} both have it, "
                     "with different contents"
                 )
-    return [chosen[name] for name in sorted(chosen)]
+    return [chosen[name] for name in sorted(chosen)], versioned
 
 
 def publish(
@@ -52,52 +58,50 @@ def publish(
     wait: bool = True,
     strict: bool = False,
     names: RepositoryNames = DEFAULT_NAMES,
+    retain: stream.Retention | None = None,
 ) -> list[dict[str, Any]]:
     """Add the packages of ``builds`` to the repository of each format under ``out``: the
     apt one at out/apt, the rpm-md one at out/rpm; one summary per format published.
     Another run on ``out`` is waited for, or an error when not ``wait``. With ``strict``
     a warning about the inputs stops the run before anything is written. The indexes
-    carry ``names`` where their format has a place for them (apt's Origin and Label)."""
+    carry ``names`` where their format has a place for them (apt's Origin and Label).
+    With ``retain`` the builds it no longer keeps are pruned in the same run
+    (repo/stream.py)."""
     builds = [builds] if isinstance(builds, Path) else list(builds)
     apt.check_suite(suite)
     names.check()
     with os_errors(str(out)):
         input_warnings: list[str] = []
-        files = _inputs(builds, input_warnings.append)
+        files, added = _inputs(builds, input_warnings.append, epoch)
         if strict and input_warnings:
             raise StrictFailure(input_warnings)
         for message in input_warnings:
             warn(message)
-        with Transaction(out, warn, wait) as tx:
-            roots = [out / fmt.repo_dir for fmt in FORMATS]
-            for fmt, root in zip(FORMATS, roots, strict=True):
-                fmt.recover_repository(root, warn)
-            recover(roots, [fmt.pool(root) for fmt, root in zip(FORMATS, roots, strict=True)], warn)
-            updates: list[RepositoryUpdate] = []
-            try:
-                for fmt in FORMATS:
-                    chosen = [f for f in files if f.format is fmt]
-                    if chosen:
-                        updates.append(
-                            fmt.prepare_repository(
-                                chosen,
-                                out / fmt.repo_dir,
-                                suite,
-                                epoch,
-                                sign_key,
-                                gnupghome,
-                                names,
-                            )
-                        )
-                # Every pool, then every record, then every index: a failure (a full
-                # disk) before the indexes leaves what apt and dnf read unchanged.
-                for update in updates:
-                    update.add_files(tx)
-                for update in updates:
-                    update.commit_record(tx)
-                for update in updates:
-                    update.commit_indexes(tx)
-            finally:
-                for update in updates:
-                    update.discard()
-    return [update.summary() for update in updates]
+
+        def edit(published: list[stream.Build]) -> stream.Change:
+            after = published
+            for build in added:
+                after = stream.with_build(after, build)
+            if retain is None:
+                return stream.Change(after)
+            return stream.dropping(after, retain.expired(after, epoch))
+
+        result = stream.apply(
+            out, files, edit, suite, epoch, sign_key, gnupghome, warn, wait, names
+        )
+    formats: list[dict[str, Any]] = result["formats"]
+    if retain is not None:
+        for summary in formats:
+            summary["pruned"] = result["removed_versions"]
+    return formats
+
+
+def _build_of(build: Path, files: list[InputFile], epoch: int) -> stream.Build | None:
+    """The build the ``--in`` directory ``build`` (of ``files``) is, when its index.json
+    names its version: a setup package's or an index-less directory's files belong to
+    no build, and retention never removes them."""
+    index = read_index(build)
+    if not isinstance(index, dict) or not isinstance(index.get("rocm_version"), str):
+        return None
+    version = f"{index['rocm_version']}-{index.get('release', '1')}"
+    return stream.Build(version, epoch, tuple(sorted(f.name for f in files)))

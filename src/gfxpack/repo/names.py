@@ -6,7 +6,11 @@
   (``/etc/apt/sources.list.d/ID.list``, ``/usr/share/keyrings/ID-archive-keyring.gpg``,
   ``/etc/yum.repos.d/ID.repo``, ``/etc/zypp/repos.d/ID.repo``), the ``.repo`` section
   and zypper's alias: what ``dnf repolist`` and ``zypper repos`` list it by;
-- the repository name is the ``.repo`` file's ``name=``, what dnf and zypper show.
+- the repository name is the ``.repo`` file's ``name=``, what dnf and zypper show;
+- apt's ``Codename`` (``n=`` in pins), the suite unless named.
+
+Beside them, how long the indexes users' machines fetch stay valid and fetchable: the
+Release's ``Valid-Until`` and the number of publishes whose indexes are kept.
 
 Each is checked once, as text of its kind, before anything is written.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gfxpack.repo.generations import DEFAULT_KEEP
 from gfxpack.repo.inputs import RepoError
 from gfxpack.text_fields import TextKind, shown
 
@@ -28,6 +33,12 @@ RELEASE_FIELD = TextKind(
     "one line of printable characters without ',', not beginning or ending with a space",
     100,
     grammar=re.compile(r"[^,\s](?:[^,]*[^,\s])?"),
+)
+# A Codename is one word, like the suite it names (n= in apt's pins).
+CODENAME = TextKind(
+    "a plain name such as noble or rocm-8 (letters, digits and ._+-)",
+    100,
+    grammar=re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*"),
 )
 # The characters apt reads in a sources.list.d file name (it ignores any other file),
 # which dnf's repository ids and zypper's aliases take too; a first letter or digit
@@ -63,6 +74,10 @@ class RepositoryNames:
     label: str = DEFAULT  # apt's Release Label
     repo_id: str = DEFAULT
     repo_name: str | None = None  # None: the id
+    codename: str | None = None  # apt's Release Codename; None: the suite
+    # Publishes whose indexes stay fetchable (apt by-hash, rpm-md repodata).
+    keep_generations: int = DEFAULT_KEEP
+    valid_for_days: int | None = None  # apt's Release Valid-Until; None: none
 
     @property
     def title(self) -> str:
@@ -76,6 +91,20 @@ class RepositoryNames:
         check_name("--repo-id", self.repo_id, REPO_ID)
         if self.repo_name is not None:
             check_name("--repo-name", self.repo_name, REPO_NAME)
+        if self.codename is not None:
+            check_name("--codename", self.codename, CODENAME)
+        check_lifetimes(self.keep_generations, self.valid_for_days)
+
+
+def check_lifetimes(keep_generations: int, valid_for_days: int | None) -> None:
+    """--keep-generations and --valid-for are 1 or more; otherwise one error naming it."""
+    if keep_generations < 1:
+        raise RepoError(
+            f"--keep-generations {keep_generations}: expected 1 or more "
+            "(1 keeps only the newest indexes)"
+        )
+    if valid_for_days is not None and valid_for_days < 1:
+        raise RepoError(f"--valid-for {valid_for_days}: expected a number of days, 1 or more")
 
 
 # What a repository is called when no option names it.

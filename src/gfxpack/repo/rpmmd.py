@@ -8,9 +8,12 @@
 Incremental like the apt side: packages already published stay (checked against
 the pool's record first); the metadata is regenerated over every package
 (createrepo_c reads only RPM headers, fast enough not to need a cache). The new
-repodata is made and signed in a temporary directory by :func:`prepare` and
-swapped in whole by :meth:`RpmUpdate.commit_indexes`, so readers never see a
-half-written repository, nor a key that is not the one of the signature beside it.
+repodata is made and signed in a temporary directory by :func:`prepare`; then
+:meth:`RpmUpdate.commit_indexes` moves its digest-named files into repodata/ (new
+names: nothing a client may be reading is replaced), then the key, the signature and
+repomd.xml last, and only then removes the files of generations older than the last
+--keep-generations (as ``createrepo_c --retain-old-md``): a client that read an
+earlier repomd.xml still finds every file it names.
 zypper and dnf look for ``repomd.xml.key`` when a repomd.xml is signed by a key they
 were not given (zypper offers to import it; ``--gpg-auto-import-keys`` accepts it).
 """
@@ -28,8 +31,11 @@ from typing import Any
 import createrepo_c as cr
 
 from gfxpack._io import DIRECTORY_MODE, FILE_MODE
-from gfxpack.formats.package_format import RPM, RPM_MD_KEY
+from gfxpack.formats import RPM
+from gfxpack.repo import generations
+from gfxpack.repo.entries import RpmEntry, new_rpm_entry, retained, rpm_entries
 from gfxpack.repo.inputs import InputFile, RepoError, digest
+from gfxpack.repo.names import check_lifetimes
 from gfxpack.repo.rpmfile import InvalidRpm, read_rpm
 from gfxpack.repo.signing import sign
 from gfxpack.repo.transaction import (
@@ -39,9 +45,17 @@ from gfxpack.repo.transaction import (
     read_record,
     stamp,
 )
-from gfxpack.repo.trust import export_armored_key
+from gfxpack.repo.trust import RPM_MD_KEY, export_armored_key
 
 KINDS = ("primary", "filelists", "other")
+REPOMD = "repomd.xml"
+SIGNATURE = "repomd.xml.asc"
+KEY = Path(RPM_MD_KEY).name
+
+
+def pool_of(root: Path) -> Path:
+    """Where the rpm-md repository at ``root`` keeps its package files."""
+    return root / "Packages"
 
 
 @dataclass
@@ -53,10 +67,12 @@ class RpmUpdate:
     record: dict[str, dict[str, Any]]
     staging: Path
     signed: bool
+    # The repodata/ file names of each retained generation, oldest first.
+    generations: list[list[str]]
 
     @property
     def pool(self) -> Path:
-        return RPM.pool(self.root)
+        return pool_of(self.root)
 
     def add_files(self, tx: Transaction) -> None:
         """Copy the new files into the pool."""
@@ -69,8 +85,25 @@ class RpmUpdate:
         tx.record(self.pool, self.record)
 
     def commit_indexes(self, tx: Transaction) -> None:
-        """Swap the new repodata in (after :meth:`commit_record`)."""
-        tx.swap_in(self.staging, self.root / "repodata")
+        """Move the new repodata in (after :meth:`commit_record`), repomd.xml last; then
+        remove what no retained generation names."""
+        repodata = self.root / "repodata"
+        make_dirs(repodata)
+        tops = (KEY, SIGNATURE, REPOMD)
+        for path in sorted(self.staging.iterdir()):
+            if path.name not in tops:
+                os.replace(path, repodata / path.name)
+        for name in tops:
+            if (self.staging / name).exists():
+                os.replace(self.staging / name, repodata / name)
+            elif name != REPOMD:
+                # A signature (or its key) of an earlier repomd.xml would not match it.
+                (repodata / name).unlink(missing_ok=True)
+        tx.write(self.root / generations.RECORD, generations.encode(self.generations))
+        named = [p for p in repodata.iterdir() if p.name not in tops]
+        for path in generations.stale(repodata, named, self.generations):
+            if path.is_file() and not path.is_symlink():
+                path.unlink()
 
     def discard(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
@@ -85,9 +118,11 @@ class RpmUpdate:
 
 
 def recover(root: Path, note: Callable[[str], None]) -> None:
-    """Undo what an interrupted run left in the repository at ``root``: repodata it moved
-    aside is put back (or, when new repodata made it in, removed) and the repodata it
-    was making is removed."""
+    """Undo what an interrupted run left in the repository at ``root``: repodata an older
+    gfxpack moved aside (it swapped the directory whole) is put back (or, when new
+    repodata made it in, removed) and the repodata a run was making is removed; files
+    it moved into repodata/ before its repomd.xml are removed by the next publish, which
+    keeps only what a retained generation names."""
     retired = root / ".repodata-old"
     if retired.is_dir():
         if (root / "repodata").is_dir():
@@ -112,10 +147,14 @@ def prepare(
     epoch: int,
     sign_key: str | None = None,
     gnupghome: str | None = None,
+    keep_generations: int = generations.DEFAULT_KEEP,
+    drop: frozenset[str] = frozenset(),
 ) -> RpmUpdate:
     """Read and check every package, published and new, and make (and sign) the new
-    repodata in ``root/.repodata-XXXX``; nothing else is written."""
-    pool = RPM.pool(root)
+    repodata in ``root/.repodata-XXXX``; nothing else is written. The repodata of the
+    last ``keep_generations`` publishes stays."""
+    check_lifetimes(keep_generations, None)
+    pool = pool_of(root)
     record = read_record(pool)
     if record is None:  # a pool an older gfxpack wrote: recorded as it is
         files = sorted(pool.glob("*.rpm")) if pool.is_dir() else []
@@ -123,13 +162,14 @@ def prepare(
         record = {name: entry | {"stamp": stamp(pool / name)} for name, entry in record.items()}
     else:
         record = {name: check_published(pool, name, entry) for name, entry in record.items()}
-    packages = {name: _package(pool / name, name) for name in record}
+    record = retained(record, drop)
+    packages = rpm_entries(record, pool, _package)
     added = []
     for rpm in rpms:
         published = record.get(rpm.name)
         if published is None:
-            packages[rpm.name] = _package(rpm.path, rpm.name)
             record[rpm.name] = {"size": rpm.size, "sha256": rpm.sha256}
+            packages[rpm.name] = new_rpm_entry(record[rpm.name], _package(rpm.path, rpm.name))
             added.append(rpm)
         elif published["sha256"] != rpm.sha256:
             raise RepoError(
@@ -138,7 +178,7 @@ def prepare(
             )
     seen: dict[str, str] = {}
     for name in packages:  # the published files first, then the new ones
-        nevra = str(packages[name].nevra())
+        nevra = packages[name].nevra
         other = seen.setdefault(nevra, name)
         if other != name:
             raise RepoError(
@@ -161,13 +201,33 @@ def prepare(
         for path in staging.iterdir():
             path.chmod(FILE_MODE)
         staging.chmod(DIRECTORY_MODE)
+        new = [p.name for p in staging.iterdir() if p.name not in (REPOMD, SIGNATURE, KEY)]
+        kept = generations.following(
+            generations.read(root), _named(root / "repodata"), new, keep_generations
+        )
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return RpmUpdate(root, added, record, staging, signed)
+    return RpmUpdate(root, added, record, staging, signed, kept)
 
 
-def _metadata(packages: list[cr.Package], staging: Path, epoch: int) -> bytes:
+def _named(repodata: Path) -> list[str]:
+    """The repodata/ files the repomd.xml there names (none: there is none)."""
+    path = repodata / REPOMD
+    if not path.is_file():
+        return []
+    try:
+        repomd = cr.Repomd(str(path))
+    except (cr.CreaterepoCError, OSError) as e:
+        raise RepoError(f"{path}: not a repomd.xml ({e}); restore it from a backup") from None
+    return [
+        Path(r.location_href).name
+        for r in repomd.records
+        if Path(r.location_href).parent.as_posix() == "repodata"
+    ]
+
+
+def _metadata(packages: list[RpmEntry], staging: Path, epoch: int) -> bytes:
     """primary, filelists and other of ``packages`` and their repomd.xml, in ``staging``."""
     paths = {kind: staging / f"{kind}.xml.gz" for kind in KINDS}
     primary = cr.PrimaryXmlFile(str(paths["primary"]))
@@ -177,8 +237,8 @@ def _metadata(packages: list[cr.Package], staging: Path, epoch: int) -> bytes:
     for xml in xmls:
         xml.set_num_of_pkgs(len(packages))
     for package in packages:
-        for xml in xmls:
-            xml.add_pkg(package)
+        for kind, xml in zip(KINDS, xmls, strict=True):
+            xml.add_chunk(package.chunk(kind))
     for xml in xmls:
         xml.close()
     repomd = cr.Repomd()

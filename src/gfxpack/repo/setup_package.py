@@ -29,6 +29,7 @@ from gfxpack.formats.package_format import PackageFormat
 from gfxpack.formats.payload import Entry, EntryKind
 from gfxpack.outdir import INDEX
 from gfxpack.repo.apt import check_suite
+from gfxpack.repo.backends import backend
 from gfxpack.repo.debfile import PACKAGE_NAME, VERSION
 from gfxpack.repo.inputs import RepoError, digest
 from gfxpack.repo.names import DEFAULT_NAMES, REPO_ID, REPO_NAME, RepositoryNames, check_name
@@ -169,7 +170,7 @@ class SetupPackage:
     def info(self, fmt: PackageFormat, key: PublicKey, mtime: int) -> PackageInfo:
         files = [
             Entry(path, EntryKind.FILE, 0o644, size=len(data), data=data, mtime=mtime)
-            for path, data in fmt.setup_files(self, key)
+            for path, data in backend(fmt).setup_files(self, key)
         ]
         return PackageInfo(
             name=self.name,
@@ -248,7 +249,9 @@ def setup_lines(
     lines = {}
     for fmt in formats:
         if fmt in setup_files:
-            lines[fmt] = fmt.setup_package_lines(base, setup_files[fmt].name)
+            lines[fmt] = backend(fmt).setup_package_lines(base, setup_files[fmt].name)
         else:
-            lines[fmt] = fmt.setup_lines(base, bool(base_url), out, suite, keys.get(fmt), names)
+            lines[fmt] = backend(fmt).setup_lines(
+                base, bool(base_url), out, suite, keys.get(fmt), names
+            )
     return lines

@@ -15,14 +15,29 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gfxpack._io import FILE_MODE, atomic_write
-from gfxpack.formats.package_format import PackageFormat
+from gfxpack.formats import PackageFormat
 from gfxpack.repo.inputs import RepoError
+
+# Where a signed rpm-md repository holds the armored key of the signature beside it
+# (repodata/repomd.xml.asc), relative to the repository: where zypper and dnf look for
+# a key they were not given, and what the printed setup lines import.
+RPM_MD_KEY = "repodata/repomd.xml.key"
 
 
 @dataclass(frozen=True, slots=True)
 class PublicKey:
     binary: bytes  # an OpenPGP keyring: what apt's signed-by takes
     armored: bytes  # the same key ASCII-armored: what rpm --import and gpgkey= take
+
+
+def key_path(fmt: PackageFormat, root: Path) -> Path:
+    """Where the repository root ``root`` holds the key that signs ``fmt``'s repository."""
+    return root / fmt.key_file
+
+
+def key_bytes(fmt: PackageFormat, key: PublicKey) -> bytes:
+    """The public key as ``fmt``'s package manager reads it."""
+    return key.armored if fmt.armored_key else key.binary
 
 
 def export_public_key(key: str, gnupghome: str | None) -> PublicKey:
@@ -56,10 +71,10 @@ def publish_key(
     it (mode 0644, replaced whole or not at all); format -> the file written."""
     written: dict[PackageFormat, Path] = {}
     for fmt in formats:
-        path = fmt.key_path(out)
+        path = key_path(fmt, out)
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(path) as file:
             os.fchmod(file.fileno(), FILE_MODE)
-            file.write(fmt.key_bytes(key))
+            file.write(key_bytes(fmt, key))
         written[fmt] = path
     return written

@@ -24,7 +24,7 @@ import lzma
 import xml.etree.ElementTree as ET
 import zlib
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, reduce
 from pathlib import Path
@@ -269,7 +269,7 @@ def load(
             solvable.add_provides(deps.of(relation))
         for relation in package.depends:
             solvable.add_requires(deps.of(relation))
-    universe.label = fmt.load_repository(universe, suite, deps, keyring)
+    universe.label = _LOADERS[fmt.name](universe, suite, deps, keyring)
     installed.internalize()
     repo.internalize()
     pool.addfileprovides()
@@ -458,3 +458,19 @@ def load_rpmmd(universe: Universe, keyring: Keyring | None) -> None:
     finally:
         stream.close()
     universe._filelists = paths.get("filelists")
+
+
+def _load_rpmmd_labelled(
+    universe: Universe, suite: str | None, deps: DepIds, keyring: Keyring | None
+) -> str:
+    """:func:`load_rpmmd` as a repository loader: rpm-md has no suites; its label is
+    the universe's."""
+    load_rpmmd(universe, keyring)
+    return universe.label
+
+
+# format name -> how its repository is read into a universe: its label
+_LOADERS: dict[str, Callable[[Universe, str | None, DepIds, Keyring | None], str]] = {
+    "deb": load_apt,
+    "rpm": _load_rpmmd_labelled,
+}

@@ -1,0 +1,69 @@
+"""gfxpack index: a static Python package index of a directory of wheels."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from gfxpack.cli.common import reports_errors
+
+
+@click.command("index")
+@click.option(
+    "--wheels",
+    "wheels_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The directory of .whl files to publish (host and device wheels of gfxpack split).",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The index directory to write: OUT/simple/ for the clients, OUT/files/ the wheels.",
+)
+@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print the projects and files as JSON.")
+@reports_errors
+def index_command(wheels_dir: Path, out: Path, force: bool, as_json: bool) -> None:
+    """Write a static Python package index (PEP 503 and PEP 691) of the wheels in a directory.
+
+    Refused, with one error line per problem and nothing written, when a host
+    wheel's device-* extra names a wheel the directory lacks (for any platform
+    the host is built for), when host and device versions disagree, or when two
+    distributions install the same path.
+
+    Serve OUT with any web server; pip and uv read OUT/simple/. The HTML pages
+    serve every client; to give clients that ask for PEP 691 JSON
+    (Accept: application/vnd.pypi.simple.v1+json) the index.json beside each
+    index.html, nginx needs:
+
+    \b
+      map $http_accept $simple_index {
+          default index.html;
+          "~application/vnd\\.pypi\\.simple\\.v1\\+json" index.json;
+      }
+      location /simple/ {
+          index $simple_index;
+          types { application/vnd.pypi.simple.v1+json json; text/html html; }
+      }
+
+    \b
+    Example:
+      gfxpack index --wheels dist/ --out site/
+      pip install --index-url https://example.com/simple 'jax-rocm7-pjrt[device-gfx942]'
+    """
+    from gfxpack.text_fields import escaped
+    from gfxpack.wheels.index import build_index
+
+    report = build_index(wheels_dir, out, force)
+    if as_json:
+        click.echo(json.dumps({"out": str(out), "projects": report.projects}, indent=2))
+        return
+    files = sum(len(names) for names in report.projects.values())
+    click.echo(
+        f"wrote {escaped(str(out))}: {len(report.projects)} projects, {files} wheels; "
+        f"serve it and install with --index-url <URL>/simple"
+    )

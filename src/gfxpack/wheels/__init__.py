@@ -1,0 +1,1 @@
+"""Python wheels split per GPU arch."""

@@ -1,0 +1,396 @@
+"""A static Python package index of a directory of wheels (spec/wheels.md rule 6).
+
+The index is a directory any web server serves:
+
+    OUT/simple/index.html            PEP 503 project list
+    OUT/simple/index.json            PEP 691 project list
+    OUT/simple/<project>/index.html  PEP 503 links: ``#sha256=``, ``data-requires-python``,
+                                     ``data-dist-info-metadata``, ``data-core-metadata``
+                                     (PEP 658/714)
+    OUT/simple/<project>/index.json  PEP 691 JSON, api-version 1.1 (PEP 700: versions, size)
+    OUT/files/<wheel>                the wheels, and ``<wheel>.metadata`` (their METADATA)
+
+pip and uv ask for JSON (``Accept: application/vnd.pypi.simple.v1+json``) and take
+HTML otherwise; the server picks the file. nginx::
+
+    map $http_accept $simple_index {
+        default index.html;
+        "~application/vnd\\.pypi\\.simple\\.v1\\+json" index.json;
+    }
+    location /simple/ {
+        index $simple_index;
+        types { application/vnd.pypi.simple.v1+json json; text/html html; }
+    }
+
+Apache: ``AddType application/vnd.pypi.simple.v1+json .json``, and
+``RewriteCond %{HTTP_ACCEPT} application/vnd\\.pypi\\.simple\\.v1\\+json`` with
+``RewriteRule ^(simple/.*/)$ $1index.json``. Served as plain files only, the HTML
+pages answer every client.
+
+Before anything is written every wheel is read (names, tags, METADATA and RECORD, as
+splitting checks them) and the set is checked: each ``device-*`` extra of a host
+wheel resolves, for every platform the host is built for, to a wheel in the set;
+host and device versions agree; no two distributions install the same path. Each
+failure is one line, and nothing is written: the index is built in a hidden
+sibling of OUT and renamed onto it when complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import shutil
+import stat
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.metadata import Metadata
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
+
+from gfxpack._io import DIRECTORY_MODE, FILE_MODE, replace_directory
+from gfxpack.errors import GfxpackError
+from gfxpack.regular_files import printable
+from gfxpack.wheels.archive import WheelError, read_wheel
+from gfxpack.wheels.metadata import WheelName, read_metadata
+
+JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+API_VERSION = "1.1"  # PEP 700: versions, files[].size
+DEVICE_EXTRA = "device-"
+_CHUNK = 1 << 20
+
+
+class IndexRefused(GfxpackError):
+    """A set of wheels that must not be published; one line per problem."""
+
+
+@dataclass
+class IndexedWheel:
+    """One wheel of the index: what its name, METADATA and RECORD say."""
+
+    path: Path
+    name: WheelName
+    metadata: Metadata
+    metadata_bytes: bytes
+    installs: list[str] = field(default_factory=list)  # installed paths (scheme/path)
+    sha256: str = ""
+    size: int = 0
+
+    @property
+    def filename(self) -> str:
+        return self.path.name
+
+
+@dataclass
+class IndexReport:
+    out: Path
+    projects: dict[str, list[str]]  # project: its files
+
+
+def _installed_path(member: str) -> str | None:
+    """Where a wheel member installs, relative to the environment: purelib and platlib
+    both land in site-packages; ``<dist>.data/<scheme>/`` elsewhere; None for the
+    distribution's own ``.dist-info`` (named for it, so never another's)."""
+    top, _, rest = member.partition("/")
+    if top.endswith(".dist-info"):
+        return None
+    if top.endswith(".data") and rest:
+        scheme, _, path = rest.partition("/")
+        return path if scheme in ("purelib", "platlib") else f"<{scheme}>/{path}"
+    return member
+
+
+def _read(path: Path, scratch: Path) -> IndexedWheel:
+    """One wheel, read and checked as splitting checks it (every member against RECORD)."""
+    name = WheelName(path.name)
+    unpacked = read_wheel(path, scratch / "wheel")
+    try:
+        shown = printable(path.name)
+        data = unpacked.info_files.get("METADATA")
+        if data is None:
+            raise WheelError(f"{shown}: no {unpacked.dist_info}/METADATA")
+        metadata = read_metadata(shown, data)
+        if canonicalize_name(metadata.name) != name.name or metadata.version != name.version:
+            raise WheelError(
+                f"{shown}: METADATA says {metadata.name} {metadata.version}, the file name "
+                f"{name.name} {name.version}"
+            )
+        installs = [p for m in unpacked.members if (p := _installed_path(m.path)) is not None]
+        return IndexedWheel(path, name, metadata, data, installs)
+    finally:
+        shutil.rmtree(scratch / "wheel", ignore_errors=True)
+
+
+def _extras(wheel: IndexedWheel) -> dict[str, list[Requirement]]:
+    """Each ``device-*`` extra of ``wheel`` and the requirements it adds."""
+    found: dict[str, list[Requirement]] = {}
+    for extra in wheel.metadata.provides_extra or []:
+        if not extra.startswith(DEVICE_EXTRA):
+            continue
+        found[extra] = [
+            r
+            for r in wheel.metadata.requires_dist or []
+            if r.marker is not None
+            and r.marker.evaluate({"extra": extra})
+            # an unconditional requirement is every install's, not the extra's
+            and not r.marker.evaluate({"extra": ""})
+        ]
+    return found
+
+
+def _pinned(specifier: SpecifierSet) -> str | None:
+    """The version ``==V`` pins, or None when the specifier is not one exact pin."""
+    pins = [s for s in specifier if s.operator in ("==", "===") and "*" not in s.version]
+    return pins[0].version if len(pins) == 1 and len(specifier) == 1 else None
+
+
+def check(wheels: list[IndexedWheel], source: str) -> list[str]:
+    """Every problem of publishing ``wheels`` together, one line each (rule 6)."""
+    problems: list[str] = []
+    by_name: dict[NormalizedName, list[IndexedWheel]] = defaultdict(list)
+    for wheel in wheels:
+        by_name[wheel.name.name].append(wheel)
+    for wheel in wheels:
+        version = wheel.name.version
+        for extra, requirements in sorted(_extras(wheel).items()):
+            label = f"{wheel.filename}: extra {extra}"
+            if not requirements:
+                problems.append(f"{label} requires nothing; expected a device wheel")
+            for requirement in requirements:
+                problems += _extra_problems(label, version, wheel, requirement, by_name, source)
+        # A device wheel pins its host: host and device versions must agree.
+        for requirement in wheel.metadata.requires_dist or []:
+            target = canonicalize_name(requirement.name)
+            pin = _pinned(requirement.specifier)
+            hosts = [w for w in by_name.get(target, []) if _extras(w)]
+            if requirement.marker is None and hosts and pin and Version(pin) != version:
+                problems.append(
+                    f"{wheel.filename}: requires {requirement}, but it is version {version}; "
+                    "host and device versions must agree"
+                )
+    problems += _collisions(by_name)
+    return problems
+
+
+def _extra_problems(
+    label: str,
+    version: Version,
+    host: IndexedWheel,
+    requirement: Requirement,
+    by_name: dict[NormalizedName, list[IndexedWheel]],
+    source: str,
+) -> list[str]:
+    wanted = canonicalize_name(requirement.name)
+    pin = _pinned(requirement.specifier)
+    if pin is None or Version(pin) != version:
+        return [
+            f"{label} requires {requirement.name}{requirement.specifier}; a device wheel must "
+            f"be pinned to the host's version (=={version})"
+        ]
+    candidates = by_name.get(wanted, [])
+    same = [w for w in candidates if w.name.version == version]
+    if not same:
+        if candidates:
+            others = ", ".join(sorted({str(w.name.version) for w in candidates}))
+            return [
+                f"{label} requires {wanted}=={version}, but {source} has it only as "
+                f"version {others}; host and device versions must agree"
+            ]
+        return [f"{label} requires {wanted}=={version}: no such wheel in {source}"]
+    covered = {p for w in same for p in w.name.platforms}
+    return [
+        f"{label} requires {wanted}=={version}: no such wheel for platform {platform} in {source}"
+        for platform in host.name.platforms
+        if platform not in covered and "any" not in covered
+    ]
+
+
+def _collisions(by_name: dict[NormalizedName, list[IndexedWheel]]) -> list[str]:
+    """A path two distributions install (one line per pair of distributions)."""
+    owners: dict[str, dict[NormalizedName, str]] = defaultdict(dict)
+    for name, wheels in by_name.items():
+        for wheel in wheels:
+            for path in wheel.installs:
+                owners[path].setdefault(name, wheel.filename)
+    clashes: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    for path, names in owners.items():
+        if len(names) > 1:
+            clashes[tuple(sorted(names.values()))].append(path)
+    return [
+        f"{' and '.join(files)} both install {printable(sorted(paths)[0])}"
+        + (f" (and {len(paths) - 1} more paths)" if len(paths) > 1 else "")
+        for files, paths in sorted(clashes.items())
+    ]
+
+
+def _copy(source: Path, target: Path) -> tuple[str, int]:
+    """Copy a wheel without following a symlink; its sha256 (hex) and size."""
+    digest = hashlib.sha256()
+    size = 0
+    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as reading, open(target, "xb") as writing:
+        if not stat.S_ISREG(os.fstat(reading.fileno()).st_mode):
+            raise WheelError(f"{printable(str(source))}: not a regular file")
+        os.fchmod(writing.fileno(), FILE_MODE)
+        while chunk := reading.read(_CHUNK):
+            digest.update(chunk)
+            writing.write(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def _wheel_paths(wheels_dir: Path) -> list[Path]:
+    shown = printable(str(wheels_dir))
+    try:
+        entries = sorted(os.scandir(wheels_dir), key=lambda e: e.name)
+    except OSError as e:
+        raise IndexRefused(
+            f"{shown}: cannot read the wheels directory: {e.strerror or e}"
+        ) from None
+    paths = []
+    for entry in entries:
+        if not entry.name.endswith(".whl"):
+            continue
+        if not entry.is_file(follow_symlinks=False):
+            raise IndexRefused(
+                f"{printable(entry.path)}: not a regular file (a symlink, a directory or a "
+                "device); give the wheel itself"
+            )
+        paths.append(Path(entry.path))
+    if not paths:
+        raise IndexRefused(f"{shown}: no .whl files")
+    return paths
+
+
+def build_index(wheels_dir: Path, out: Path, force: bool = False) -> IndexReport:
+    """Check the wheels of ``wheels_dir`` as a set and write their index to ``out``
+    (see the module docstring); IndexRefused with one line per problem, nothing written."""
+    shown_out = printable(str(out))
+    if os.path.lexists(out) and not force:
+        raise IndexRefused(f"{shown_out}: already exists; give --force to replace it")
+    paths = _wheel_paths(wheels_dir)
+    try:
+        temporary = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    except OSError as e:
+        raise IndexRefused(f"{shown_out}: cannot write beside it: {e.strerror or e}") from None
+    try:
+        os.chmod(temporary, DIRECTORY_MODE)
+        files = temporary / "files"
+        files.mkdir(mode=DIRECTORY_MODE)
+        wheels: list[IndexedWheel] = []
+        problems: list[str] = []
+        for path in paths:
+            # The copy is what is read and published: a wheel changed meanwhile cannot
+            # be checked as one file and served as another.
+            try:
+                digest, size = _copy(path, files / path.name)
+                wheel = _read(files / path.name, temporary)
+            except WheelError as e:
+                # Named as the user gave it, not as the copy being read.
+                copy = printable(str(files / path.name))
+                problems.append(str(e).replace(copy, printable(str(path))))
+                continue
+            except OSError as e:
+                problems.append(f"{printable(str(path))}: cannot read: {e.strerror or e}")
+                continue
+            wheel.sha256, wheel.size = digest, size
+            wheels.append(wheel)
+        if not problems:
+            problems = check(wheels, printable(str(wheels_dir)))
+        if problems:
+            raise IndexRefused("\n".join(problems))
+        projects = _write_pages(temporary, wheels)
+        try:
+            replace_directory(temporary, out, force)
+        except OSError as e:
+            raise IndexRefused(f"{shown_out}: cannot replace: {e.strerror or e}") from None
+    except OSError as e:
+        raise IndexRefused(f"{shown_out}: cannot write the index: {e.strerror or e}") from None
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+    return IndexReport(out, projects)
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+    os.chmod(path, FILE_MODE)
+
+
+def _write_pages(root: Path, wheels: list[IndexedWheel]) -> dict[str, list[str]]:
+    """The HTML and JSON pages of every project, the ``.metadata`` files beside the wheels."""
+    simple = root / "simple"
+    simple.mkdir(mode=DIRECTORY_MODE)
+    by_name: dict[str, list[IndexedWheel]] = defaultdict(list)
+    for wheel in wheels:
+        by_name[wheel.name.name].append(wheel)
+    for wheel in wheels:
+        (root / "files" / f"{wheel.filename}.metadata").write_bytes(wheel.metadata_bytes)
+        os.chmod(root / "files" / f"{wheel.filename}.metadata", FILE_MODE)
+    names = sorted(by_name)
+    _write(simple / "index.html", _page("Simple index", [(f"{n}/", n, {}) for n in names]))
+    _write(
+        simple / "index.json",
+        _json({"meta": {"api-version": API_VERSION}, "projects": [{"name": n} for n in names]}),
+    )
+    for name in names:
+        project = simple / name
+        project.mkdir(mode=DIRECTORY_MODE)
+        ordered = sorted(by_name[name], key=lambda w: (w.name.version, w.filename))
+        links, entries = [], []
+        for wheel in ordered:
+            core = hashlib.sha256(wheel.metadata_bytes).hexdigest()
+            attributes = {"data-dist-info-metadata": f"sha256={core}"}
+            attributes["data-core-metadata"] = f"sha256={core}"
+            requires = wheel.metadata.requires_python
+            entry: dict[str, Any] = {
+                "filename": wheel.filename,
+                "url": f"../../files/{wheel.filename}",
+                "hashes": {"sha256": wheel.sha256},
+                "size": wheel.size,
+                "core-metadata": {"sha256": core},
+                "dist-info-metadata": {"sha256": core},
+            }
+            if requires is not None:
+                attributes["data-requires-python"] = str(requires)
+                entry["requires-python"] = str(requires)
+            href = f"../../files/{wheel.filename}#sha256={wheel.sha256}"
+            links.append((href, wheel.filename, attributes))
+            entries.append(entry)
+        versions = sorted({w.name.version for w in ordered})
+        _write(project / "index.html", _page(f"Links for {name}", links))
+        _write(
+            project / "index.json",
+            _json(
+                {
+                    "meta": {"api-version": API_VERSION},
+                    "name": name,
+                    "versions": [str(v) for v in versions],
+                    "files": entries,
+                }
+            ),
+        )
+    return {name: [w.filename for w in by_name[name]] for name in names}
+
+
+def _page(title: str, links: list[tuple[str, str, dict[str, str]]]) -> str:
+    lines = [
+        "<!DOCTYPE html>",
+        '<html><head><meta name="pypi:repository-version" content="1.1">',
+        f"<title>{html.escape(title)}</title></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+    ]
+    for href, text, attributes in links:
+        extra = "".join(f' {key}="{html.escape(value)}"' for key, value in attributes.items())
+        lines.append(f'<a href="{html.escape(href)}"{extra}>{html.escape(text)}</a><br>')
+    return "\n".join([*lines, "</body></html>", ""])
+
+
+def _json(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"

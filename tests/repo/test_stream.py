@@ -1,0 +1,248 @@
+"""repo/stream.py: adds read only the new packages; prune, remove and promote."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gfxpack.cli import cli
+from gfxpack.repo import publish
+from gfxpack.repo.stream import BUILDS, Retention, prune, read_builds
+from tests.conftest import build_example, generate_example
+
+VERSIONS = ("8.2.0", "8.2.1", "8.2.2")
+DAY = 86_400
+EPOCH = 1_700_000_000
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory) -> dict[str, Path]:
+    """The example built (small) at three ROCm versions."""
+    base = tmp_path_factory.mktemp("stream")
+    artifacts = generate_example(base / "artifacts", 0.02)
+    return {v: build_example(artifacts, base / v, version=v).out for v in VERSIONS}
+
+
+@pytest.fixture(scope="module")
+def rsa_key(tmp_path_factory):
+    """A throwaway gpg home with an RSA signing key (as tests/verify/conftest.py's)."""
+    from tests.verify.signed import make_rsa_key
+
+    home = tmp_path_factory.mktemp("gnupg-rsa")
+    yield make_rsa_key(home)
+    subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False)
+
+
+def _publish_all(builds: dict[str, Path], repo: Path) -> None:
+    for i, version in enumerate(VERSIONS):
+        publish(builds[version], repo, "stable", EPOCH + i * 10 * DAY)
+
+
+def _files(repo: Path) -> dict[str, tuple[int, int, int]]:
+    """Every file under ``repo``: (inode, mtime, size)."""
+    found = {}
+    for path in sorted(repo.rglob("*")):
+        if path.is_file():
+            info = path.stat()
+            found[str(path.relative_to(repo))] = (info.st_ino, info.st_mtime_ns, info.st_size)
+    return found
+
+
+def _pool(repo: Path) -> set[str]:
+    pools = ("apt/pool/main", "rpm/Packages")
+    return {p.name for d in pools for p in (repo / d).iterdir() if p.suffix in (".deb", ".rpm")}
+
+
+def _indexed(repo: Path) -> str:
+    return (repo / "apt/dists/stable/main/binary-amd64/Packages").read_text()
+
+
+def test_an_add_opens_none_of_the_published_packages(builds, tmp_path):
+    repo = tmp_path / "repo"
+    publish(builds["8.2.0"], repo, "stable", EPOCH)
+    first = {p.name for p in builds["8.2.0"].iterdir() if p.suffix in (".deb", ".rpm")}
+    opened: list[str] = []
+    recording = [True]  # an audit hook stays for the session: it records this add only
+
+    def audit(event: str, args: tuple) -> None:
+        if recording[0] and event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+            opened.append(os.fsdecode(args[0]))
+
+    sys.addaudithook(audit)
+    try:
+        publish(builds["8.2.1"], repo, "stable", EPOCH + DAY)
+    finally:
+        recording[0] = False
+    pools = [p for p in opened if Path(p).name in first]
+    assert first and not pools, pools
+    # The new build's files were opened (the hook sees what the add reads).
+    assert any(Path(p).name.startswith("amdrocm-base") and "8.2.1" in p for p in opened)
+    assert "8.2.0-1" in _indexed(repo) and "8.2.1-1" in _indexed(repo)
+    assert [b.version for b in read_builds(repo)] == ["8.2.0-1", "8.2.1-1"]
+
+
+def test_prune_by_count_keeps_the_newest(builds, tmp_path):
+    repo = tmp_path / "repo"
+    _publish_all(builds, repo)
+    before = _pool(repo)
+    result = prune(repo, Retention.parse("2builds"), "stable", EPOCH + 30 * DAY)
+    assert result["removed_versions"] == ["8.2.0-1"]
+    gone = {n for n in before if "8.2.0-1" in n}
+    assert gone and set(result["removed_files"]) == gone
+    assert _pool(repo) == before - gone
+    assert "8.2.0-1" not in _indexed(repo) and "8.2.2-1" in _indexed(repo)
+    repomd = (repo / "rpm/repodata/repomd.xml").read_text()
+    href = re.search(r'<location href="([^"]*-primary\.xml\.gz)"', repomd)
+    assert href is not None
+    primary = gzip.decompress((repo / "rpm" / href[1]).read_bytes())
+    assert b'ver="8.2.0"' not in primary and b'ver="8.2.2"' in primary
+    # A policy that would remove everything still keeps the newest.
+    prune(repo, Retention.parse("1d"), "stable", EPOCH + 400 * DAY)
+    assert [b.version for b in read_builds(repo)] == ["8.2.2-1"]
+    assert all("8.2.2-1" in n for n in _pool(repo))
+
+
+def test_prune_by_age_and_stream_names():
+    assert Retention.parse("nightly") == Retention(builds=120)
+    assert Retention.parse("weekly") == Retention(days=364)
+    assert Retention.parse("stable") == Retention()
+
+
+def test_dry_run_changes_nothing(builds, tmp_path):
+    repo = tmp_path / "repo"
+    _publish_all(builds, repo)
+    before = _files(repo)
+    result = CliRunner().invoke(
+        cli, ["stream", "prune", "--repo", str(repo), "--retain", "1builds", "--dry-run"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "removed build 8.2.0-1" in result.output and "removed build 8.2.1-1" in result.output
+    assert _files(repo) == before
+
+
+def test_remove_a_version_and_named_packages(builds, tmp_path):
+    repo = tmp_path / "repo"
+    _publish_all(builds, repo)
+    runner = CliRunner()
+    result = runner.invoke(cli, ["stream", "remove", "--repo", str(repo), "--version", "8.2.1-1"])
+    assert result.exit_code == 0, result.output
+    assert not any("8.2.1-1" in n for n in _pool(repo))
+    assert "8.2.1-1" not in _indexed(repo) and "8.2.0-1" in _indexed(repo)
+    deb = "amdrocm-base_8.2.0-1_amd64.deb"
+    assert deb in _pool(repo)
+    result = runner.invoke(cli, ["stream", "remove", "--repo", str(repo), "--package", deb])
+    assert result.exit_code == 0, result.output
+    assert deb not in _pool(repo) and f"pool/main/{deb}" not in _indexed(repo)
+    assert "amdrocm-base8.2_8.2.0-1_amd64.deb" in _pool(repo)
+    result = runner.invoke(cli, ["stream", "remove", "--repo", str(repo), "--version", "9.9-1"])
+    assert result.exit_code == 1
+    assert result.output.count("error:") == 1 and "no build 9.9-1" in result.output
+
+
+def _sha256s(directory: Path) -> dict[str, str]:
+    packages = [p for p in directory.iterdir() if p.suffix in (".deb", ".rpm")]
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in packages}
+
+
+def test_promote_keeps_the_bytes_and_verifies_signed(rsa_key, builds, tmp_path):
+    from tests.verify.signed import gfxpack, signed_build
+
+    nightly, weekly = tmp_path / "nightly", tmp_path / "weekly"
+    build = signed_build(rsa_key, builds["8.2.1"], tmp_path / "signed")
+    gfxpack(rsa_key, "repo", "--in", str(build), "--out", str(nightly), "--sign-key",
+            rsa_key.fingerprint)  # fmt: skip
+    before = {**_sha256s(nightly / "apt/pool/main"), **_sha256s(nightly / "rpm/Packages")}
+    gfxpack(rsa_key, "stream", "promote", "--from", str(nightly), "--to", str(weekly),
+            "--version", "8.2.1-1", "--sign-key", rsa_key.fingerprint)  # fmt: skip
+    after = {**_sha256s(weekly / "apt/pool/main"), **_sha256s(weekly / "rpm/Packages")}
+    assert before and after == before
+    record = json.loads((weekly / BUILDS).read_text())["builds"]
+    assert record[0]["version"] == "8.2.1-1"
+    assert record[0]["promoted_from"]["stream"] == "nightly"
+    key = rsa_key.export(tmp_path / "key.gpg")
+    out = gfxpack(rsa_key, "verify", "--repo", str(weekly), "--deep", "--keyring", str(key))
+    assert "error" not in out.lower()
+
+
+def test_repo_retain_prunes_on_publish(builds, tmp_path):
+    repo = tmp_path / "repo"
+    runner = CliRunner()
+    for version in VERSIONS:
+        result = runner.invoke(
+            cli, ["repo", "--in", str(builds[version]), "--out", str(repo), "--retain", "2builds"],
+            env={"SOURCE_DATE_EPOCH": str(EPOCH)},
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+    assert [b.version for b in read_builds(repo)] == ["8.2.1-1", "8.2.2-1"]
+    assert not any("8.2.0-1" in n for n in _pool(repo))
+
+
+def test_repodata_from_the_record_is_what_createrepo_c_writes(builds, tmp_path):
+    """The kept entries make the same primary, filelists and other as the packages read."""
+    import createrepo_c as cr
+
+    from gfxpack.repo.rpmfile import read_rpm
+
+    repo = tmp_path / "repo"
+    _publish_all(builds, repo)  # the 2nd and 3rd publishes write from the record
+    pool = repo / "rpm/Packages"
+    names = sorted(p.name for p in pool.glob("*.rpm"))
+    repomd = (repo / "rpm/repodata/repomd.xml").read_text()
+    writers = {"primary": cr.PrimaryXmlFile, "filelists": cr.FilelistsXmlFile,
+               "other": cr.OtherXmlFile}  # fmt: skip
+    for kind, writer in writers.items():
+        href = re.search(rf'<location href="([^"]*-{kind}\.xml\.gz)"', repomd)
+        assert href is not None
+        ours = gzip.decompress((repo / "rpm" / href[1]).read_bytes())
+        path = tmp_path / f"{kind}.xml.gz"
+        xml = writer(str(path))
+        xml.set_num_of_pkgs(len(names))
+        for name in names:
+            xml.add_pkg(read_rpm(str(pool / name), f"Packages/{name}"))
+        xml.close()
+        assert ours == gzip.decompress(path.read_bytes()), kind
+
+
+def test_prune_of_no_repository_makes_nothing(tmp_path):
+    missing = tmp_path / "none"
+    result = CliRunner().invoke(cli, ["stream", "prune", "--repo", str(missing), "--retain", "dev"])
+    assert result.exit_code == 1
+    assert result.output.count("error:") == 1 and "no repository" in result.output
+    assert not missing.exists()
+
+
+def test_a_builds_record_naming_a_path_is_refused(builds, tmp_path):
+    repo = tmp_path / "repo"
+    _publish_all(builds, repo)
+    planted = tmp_path / "planted.deb"
+    planted.write_bytes(b"keep")
+    record = json.loads((repo / BUILDS).read_text())
+    record["builds"][0]["files"].append("../../../planted.deb")
+    (repo / BUILDS).write_text(json.dumps(record))
+    before = _files(repo)
+    result = CliRunner().invoke(
+        cli, ["stream", "prune", "--repo", str(repo), "--retain", "1builds"]
+    )
+    assert result.exit_code == 1
+    assert result.output.count("error:") == 1 and BUILDS in result.output
+    assert planted.read_bytes() == b"keep" and _files(repo) == before
+
+
+def test_prune_by_age_removes_the_builds_older_than_the_window(builds, tmp_path):
+    repo = tmp_path / "repo"
+    _publish_all(builds, repo)  # published at EPOCH, EPOCH + 10 days, EPOCH + 20 days
+    # dev keeps 30 days: at EPOCH + 35 days only the build of EPOCH is older.
+    result = prune(repo, Retention.parse("dev"), "stable", EPOCH + 35 * DAY)
+    assert result["removed_versions"] == ["8.2.0-1"]
+    assert [b.version for b in read_builds(repo)] == ["8.2.1-1", "8.2.2-1"]
+    assert not any("8.2.0-1" in n for n in _pool(repo))
+    assert any("8.2.1-1" in n for n in _pool(repo))
