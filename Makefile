@@ -112,7 +112,8 @@ fuzz: $(STAMP) system-tools
 	GFXPACK_FUZZ=long $(VENV)/bin/pytest tests/fuzz -q
 
 bench: $(STAMP)
-	$(MAKE) system-tools DEB_TOOLS="$(DEB_TOOLS) dpkg-buildpackage:dpkg-dev dh:debhelper zstd:zstd"
+	$(MAKE) system-tools DEB_TOOLS="$(DEB_TOOLS) dpkg-buildpackage:dpkg-dev dh:debhelper zstd:zstd \
+	  reprepro:reprepro aptly:aptly"
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) bench/startup.py
 	$(PY) bench/plan_scale.py
@@ -124,12 +125,15 @@ bench: $(STAMP)
 	$(PY) bench/split_speed.py --work build/realworld
 	$(PY) bench/dask_build.py
 	$(PY) bench/release_scale.py
+	$(PY) bench/stream_scale.py
 
 # Split Debian's librocsparse0 and librocrand1 end to end (downloads ~100 MB with
-# apt-get download; not part of make test). Then the split benchmark on the same bytes.
+# apt-get download; not part of make test), then the jax ROCm wheels from PyPI (split,
+# join, index, pip and uv installs). Then the split benchmark on the same bytes.
 realworld: $(STAMP)
 	$(MAKE) system-tools DEB_TOOLS="$(DEB_TOOLS) zstd:zstd dpkg-deb:dpkg objcopy:binutils"
 	$(PY) bench/realworld.py --work build/realworld
+	$(PY) bench/realworld.py --wheels --work build/realworld
 	$(PY) bench/split_speed.py --work build/realworld
 
 clean:

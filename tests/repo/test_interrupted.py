@@ -1,16 +1,10 @@
-"""gfxpack repo killed at every step: after a rerun, apt-get update and dnf makecache both
-read the repository, and it holds both releases.
-
-strace kills the run on entry to its Nth rename(2) (every publishing step is a rename:
-pool links, records, indexes, Release, the repodata swap), for every N until a run
-finishes; nothing in gfxpack knows it is being tested.
-"""
+"""gfxpack repo killed at every step (tests/repo/killed.py): after a rerun, apt-get update
+and dnf makecache both read the repository, and it holds both releases."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +15,7 @@ from gfxpack.formats import DEB, FORMATS
 from gfxpack.repo import publish
 from gfxpack.repo.debfile import parse_stanzas
 from gfxpack.verify.system import bundled
+from tests.repo.killed import KILLED, killed_run
 from tests.verify.helpers import Apt, write_package
 
 pytestmark = [
@@ -39,18 +34,6 @@ def _build(tmp_path: Path, version: str) -> Path:
         for fmt in FORMATS:
             write_package(build, fmt, name, version=version, files=(f"/opt/{name}-{version}",))
     return build
-
-
-def _killed_run(build: Path, out: Path, nth: int) -> int:
-    """Exit status of ``gfxpack repo`` killed on its ``nth`` rename (0: it had fewer)."""
-    command = [sys.executable, "-m", "gfxpack", "repo", "--in", str(build), "--out", str(out)]
-    strace = ["strace", "-qq", "-o", "/dev/null", "-e", "trace=rename", "-e", "signal=none"]
-    traced = subprocess.run(
-        [*strace, "-e", f"inject=rename:signal=KILL:when={nth}", *command],
-        capture_output=True,
-        check=False,
-    )
-    return traced.returncode
 
 
 def _dnf_makecache(rpm: Path, home: Path) -> subprocess.CompletedProcess:
@@ -83,10 +66,10 @@ def test_a_run_killed_at_any_step_is_healed_by_the_next(tmp_path):
     for nth in range(1, 200):
         out = tmp_path / f"run-{nth}"
         shutil.copytree(base, out)
-        status = _killed_run(update, out, nth)
+        status = killed_run(["repo", "--in", str(update), "--out", str(out)], nth)
         if status == 0:
             break  # the run had fewer than nth renames: every step was tried
-        assert status in (-9, 137), f"step {nth}: exit status {status}"
+        assert status in KILLED, f"step {nth}: exit status {status}"
         killed += 1
         rerun = CliRunner().invoke(cli, ["repo", "--in", str(update), "--out", str(out)])
         assert rerun.exit_code == 0, f"step {nth}: {rerun.output}{rerun.stderr}"

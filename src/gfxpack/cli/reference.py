@@ -50,9 +50,10 @@ def walk(root: click.Command | None = None) -> Iterator[Entry]:
 def _walk(
     command: click.Command, path: tuple[str, ...], parent: click.Context | None
 ) -> Iterator[Entry]:
-    context = click.Context(
-        command, info_name=path[-1], parent=parent, terminal_width=WIDTH, max_content_width=WIDTH
-    )
+    # The command's own settings (its -h, --help) as a real invocation has them: click
+    # builds a command's help option once, from the first context that asks for it.
+    settings = {**command.context_settings, "terminal_width": WIDTH, "max_content_width": WIDTH}
+    context = click.Context(command, info_name=path[-1], parent=parent, **settings)
     yield Entry(path, command, context)
     if isinstance(command, click.Group):
         # list_commands/get_command: the lazy groups import a command only when asked.

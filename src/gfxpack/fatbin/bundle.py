@@ -90,7 +90,7 @@ class Bundle:
         if self.compression is None:
             return self.stored
         data, _ = _decompress(
-            self.compression, self.stored[self.payload_start :], self.uncompressed_size
+            self.compression, self.stored[self.payload_start :], self.uncompressed_size, True
         )
         return memoryview(data)
 
@@ -213,7 +213,7 @@ def _parse_compressed(view: memoryview, offset: int, max_size: int) -> Bundle:
     if uncompressed > max_size:
         raise _over_limit("CCOB header states an uncompressed size of", uncompressed, max_size)
     payload = view[header_size : total if total is not None else len(view)]
-    data, consumed = _decompress(METHODS[method], payload, uncompressed)
+    data, consumed = _decompress(METHODS[method], payload, uncompressed, total is not None)
     if total is not None and consumed != len(payload):
         raise BundleError(
             f"CCOB total size {total} says {len(payload)} compressed bytes, the stream has "
@@ -229,11 +229,17 @@ def _parse_compressed(view: memoryview, offset: int, max_size: int) -> Bundle:
     )  # fmt: skip
 
 
-def _decompress(method: str, payload: memoryview, expected: int) -> tuple[bytearray, int]:
+def _decompress(
+    method: str, payload: memoryview, expected: int, exact: bool = False
+) -> tuple[bytes | bytearray, int]:
     """The decompressed bytes of the first stream in ``payload`` (exactly ``expected``
-    long) and how many payload bytes it used. Output grows only as the stream
-    produces it (``expected`` is checked, never allocated), by at most a little
-    more than ``expected``."""
+    long) and how many payload bytes it used; ``exact``: the stream should fill the
+    payload. Output grows only as the stream produces it, by at most a little more
+    than ``expected``, except on the fast path below."""
+    if method == "zstd" and exact:
+        whole = _decompress_frame(payload, expected)
+        if whole is not None:
+            return whole, len(payload)
     if method == "zstd":
         decoder: zlib._Decompress | zstandard.ZstdDecompressionObj = (
             zstandard.ZstdDecompressor().decompressobj()
@@ -257,6 +263,27 @@ def _decompress(method: str, payload: memoryview, expected: int) -> tuple[bytear
     if len(out) != expected:
         raise BundleError(f"CCOB payload decompresses to {len(out)} bytes, header says {expected}")
     return out, position - len(decoder.unused_data)
+
+
+def _decompress_frame(payload: memoryview, expected: int) -> bytes | None:
+    """``payload`` decompressed in one call when it is one zstd frame whose header
+    states ``expected`` bytes (as clang-offload-bundler writes them), else None. The
+    streamed loop feeds the decoder at most 1/MAX_RATIO of the room left per call:
+    for a bundle of tens of MB that is a few hundred bytes a call, and each call
+    allocates (maps, faults in, unmaps) a fresh output buffer, which was most of
+    a split's time. Here the output buffer is ``expected`` bytes, which the callers
+    checked against the object size limit before calling; its pages are only
+    resident as the stream fills them, so a lying stream costs no more memory than
+    on the streamed path. A stream that does not decompress to exactly that, or
+    leaves bytes over, takes the streamed path, which says what is wrong with it."""
+    try:
+        if zstandard.get_frame_parameters(payload).content_size != expected:
+            return None
+        return zstandard.ZstdDecompressor().decompress(
+            payload, max_output_size=expected, allow_extra_data=False
+        )
+    except zstandard.ZstdError:
+        return None
 
 
 def _finished(decoder: object) -> bool:

@@ -80,6 +80,9 @@ class FatBinary:
     code; ``unsplittable`` says why a ``.hip_fatbin`` cannot be split (no wrappers).
     With ``split=True`` only the wrappers of an already split binary are read.
     ``max_object_size`` bounds each decompressed bundle and code object (see above).
+    With ``bundles=False`` the wrappers are read but not the bundles they point at
+    (nothing is decompressed): ``devices`` stays empty, ``wrappers`` says whether
+    the file carries device code.
     ``file``: the file already open (by a caller that opens through directory
     descriptors, see :mod:`gfxpack.safe_tree`), closed with the FatBinary; ``path``
     then only names it."""
@@ -90,9 +93,11 @@ class FatBinary:
         split: bool = False,
         max_object_size: int = DEFAULT_MAX_OBJECT_SIZE,
         file: BinaryIO | None = None,
+        bundles: bool = True,
     ):
         self.path = Path(path)
         self._split = split  # a split binary: read its wrappers only
+        self._bundles = bundles
         self.max_object_size = max_object_size
         self._file = file if file is not None else open(self.path, "rb")  # noqa: SIM115
         self._map: mmap.mmap | None = None
@@ -127,7 +132,7 @@ class FatBinary:
             raise InvalidFatBinary(self.path, str(e)) from None
         if self.fatbin is None:
             return
-        if hasattr(mmap, "MADV_WILLNEED"):
+        if self._bundles and hasattr(mmap, "MADV_WILLNEED"):
             # Splitting reads every byte (digest, code objects): start reading ahead now.
             self._map.madvise(mmap.MADV_WILLNEED)
         if self.elf.header.machine != elf.EM_X86_64:
@@ -147,7 +152,8 @@ class FatBinary:
         if not self.wrappers:
             self.unsplittable = f"{FATBIN} has no {WRAPPERS} wrappers pointing at it"
             return
-        self.devices = self._read_bundles()
+        if self._bundles:
+            self.devices = self._read_bundles()
 
     @property
     def view(self) -> memoryview:

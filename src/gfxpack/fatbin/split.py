@@ -32,6 +32,10 @@ Everything is written under a temporary directory renamed to OUT at the end;
 ``gfxpack-split.msgpack`` at OUT's top records, for :mod:`gfxpack.fatbin.join`,
 where every file came from and how to undo each rewrite; ``gfxpack-split.data``
 holds the long byte runs those records refer to (compressed bundles).
+
+One module, past 500 lines, because reading the input trees, writing the output
+tree and filling the per-arch archives share one job and one temporary OUT; the
+per-binary work it calls lives in reader.py, rewrite.py and bundle.py.
 """
 
 from __future__ import annotations

@@ -28,6 +28,9 @@ class RepositoryUpdate(Protocol):
     """What one run adds to a format's repository, computed and checked before any of it
     is written; then written in three steps, each for every format before the next."""
 
+    # The pool's record as it will be written: each published file's entry, by name.
+    record: dict[str, dict[str, Any]]
+
     def add_files(self, tx: Transaction) -> None:
         """Copy the new files into the pool."""
 

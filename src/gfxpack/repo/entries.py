@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import createrepo_c as cr
+if TYPE_CHECKING:
+    import createrepo_c as cr
 
 # The key of a pool record's entry under which an .rpm's repodata is kept.
 RPMMD = "rpmmd"
@@ -43,6 +44,10 @@ class RpmEntry:
 
 def rpm_entry(package: cr.Package) -> RpmEntry:
     """The entry of a package createrepo_c read."""
+    # Imported here: createrepo_c is slow to import, and apt's side (which verify, why
+    # and diff load) needs only retained().
+    import createrepo_c as cr
+
     return RpmEntry(
         str(package.nevra()),
         cr.xml_dump_primary(package),

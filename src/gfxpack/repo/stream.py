@@ -187,24 +187,40 @@ def apply(
         if dry_run:
             return result
         updates: list[RepositoryUpdate] = []
+        # Each update's pool and the record entries of the files it drops.
+        drops: list[tuple[Path, dict[str, dict[str, Any]]]] = []
         try:
-            for fmt, root in zip(FORMATS, roots, strict=True):
+            for fmt, root, pool in zip(FORMATS, roots, pools, strict=True):
                 chosen = [f for f in files if f.format is fmt]
-                drop = frozenset(n for n in dropped if n in records[fmt])
+                drop = {n: records[fmt][n] for n in dropped if n in records[fmt]}
                 if chosen or drop:
                     updates.append(
                         backend(fmt).prepare(
-                            chosen, root, suite, epoch, sign_key, gnupghome, names, drop
+                            chosen,
+                            root,
+                            suite,
+                            epoch,
+                            sign_key,
+                            gnupghome,
+                            names,
+                            frozenset(drop),
                         )
                     )
+                    drops.append((pool, drop))
             # Every pool, then every record, then every index: a failure (a full disk)
-            # before the indexes leaves what apt and dnf read unchanged.
+            # before the indexes leaves what apt and dnf read unchanged. Until the new
+            # indexes are in, the old ones still name the files dropped, so the records
+            # keep naming them too (a rerun's recovery removes the pool files no record
+            # names); they lose them once no index does.
             for update in updates:
                 update.add_files(tx)
-            for update in updates:
-                update.commit_record(tx)
+            for update, (pool, drop) in zip(updates, drops, strict=True):
+                tx.record(pool, {**update.record, **drop})
             for update in updates:
                 update.commit_indexes(tx)
+            for update, (_, drop) in zip(updates, drops, strict=True):
+                if drop:
+                    update.commit_record(tx)
         finally:
             for update in updates:
                 update.discard()

@@ -257,15 +257,17 @@ def _tree_files(top: Path, base: str) -> list[tuple[str, int, Path | bytes]]:
 
 
 def _fat_libraries(unpacked: Unpacked, max_object_size: int) -> list[str]:
-    """The members outside the dist-info that are ELF files with device code."""
+    """The members outside the dist-info that are ELF files with device code. Only
+    their wrappers are read here: the split reads (and checks) their bundles, and
+    decompressing them twice was a third of a split's time."""
     fat = []
     for member in unpacked.members:
         path = unpacked.root / member.path
         with open(path, "rb") as file:
             if file.read(4) != ELF_MAGIC:
                 continue
-        with FatBinary(path, max_object_size=max_object_size) as binary:
-            if binary.devices:
+        with FatBinary(path, max_object_size=max_object_size, bundles=False) as binary:
+            if binary.wrappers:
                 fat.append(member.path)
     return fat
 
