@@ -75,7 +75,7 @@ demo: $(STAMP) system-tools
 	@echo
 	@echo "Above: the engines a gfx942 loads from the packages installed in $(DEMO)/root-deb."
 	@echo "Release report: $(DEMO)/report.html. To use the repository on this machine (as root):"
-	@grep -E '^  (apt|dnf):' $(DEMO)/repo.txt
+	@grep -E '^  (apt|dnf|zypper):' $(DEMO)/repo.txt
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench examples
