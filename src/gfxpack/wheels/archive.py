@@ -20,8 +20,10 @@ import hashlib
 import io
 import os
 import stat
+import struct
 import time
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,13 +131,26 @@ def _mode(info: zipfile.ZipInfo) -> int | str:
     return stat.S_IMODE(unix) & 0o777
 
 
+# What zipfile raises for a damaged archive besides OSError: its own BadZipFile, and
+# from deeper down EOFError, NotImplementedError (an unknown method or version),
+# ValueError, zlib.error (no deflate stream) and struct.error (short records).
+ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    EOFError,
+    NotImplementedError,
+    ValueError,
+    zlib.error,
+    struct.error,
+)
+
+
 def read_wheel(path: Path, root: Path, max_size: int = DEFAULT_MAX_WHEEL_SIZE) -> Unpacked:
     """Unpack the wheel ``path`` into the new directory ``root`` (see the module
     docstring); the dist-info directory must be the one the file name names."""
     shown = printable(str(path))
     try:
         archive = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile, ValueError) as e:
+    except (OSError, *ZIP_ERRORS) as e:
         raise WheelError(f"{shown}: not a wheel (a zip archive): {e}") from None
     with archive:
         infos = [i for i in archive.infolist() if not i.is_dir()]
@@ -171,7 +186,11 @@ def read_wheel(path: Path, root: Path, max_size: int = DEFAULT_MAX_WHEEL_SIZE) -
         record_name = f"{dist_info}/RECORD"
         if record_name not in seen:
             raise WheelError(f"{shown}: no {record_name}")
-        record = parse_record(shown, archive.read(record_name))  # at most INFO_LIMIT bytes
+        try:
+            record_bytes = archive.read(record_name)  # at most INFO_LIMIT bytes
+        except ZIP_ERRORS as e:
+            raise WheelError(f"{shown}: {record_name} unreadable: {e}") from None
+        record = parse_record(shown, record_bytes)
         unpacked = Unpacked(root, dist_info=dist_info)
         root.mkdir()
         for info in infos:
@@ -243,7 +262,7 @@ def _unpack(
                 out.write(chunk)
                 size += len(chunk)
             os.fchmod(out.fileno(), mode)
-    except (zipfile.BadZipFile, EOFError, NotImplementedError, ValueError) as e:
+    except ZIP_ERRORS as e:
         raise WheelError(f"{where}: unreadable: {e}") from None
     except OSError as e:  # such as a file where another member needs a directory
         raise WheelError(f"{where}: cannot unpack: {e.strerror or e}") from None
