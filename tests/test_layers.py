@@ -14,6 +14,8 @@ import functools
 from collections.abc import Iterator
 from pathlib import Path
 
+from gfxpack.plan.checks import strongly_connected
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "gfxpack"
 
@@ -186,38 +188,10 @@ def layer_of(name: str) -> int:
 
 
 def cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in edges.get(node, {}):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(edges):
-        if node not in index:
-            visit(node)
-    return found
+    """The strongly connected components of more than one module, each sorted (the
+    planner's own component finder, which also finds package.json's cycles)."""
+    graph = {node: sorted(out) for node, out in edges.items()}
+    return sorted(sorted(c) for c in strongly_connected(graph) if len(c) > 1)
 
 
 def without_known(edges: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:

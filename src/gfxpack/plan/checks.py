@@ -196,7 +196,7 @@ def cycles(plan: ReleasePlan) -> Iterator[Cause]:
             )
             for package in plan.packages
         }
-        for component in _strongly_connected(graph):
+        for component in strongly_connected(graph):
             members = frozenset(component)
             if members in reported:
                 continue
@@ -208,7 +208,10 @@ def cycles(plan: ReleasePlan) -> Iterator[Cause]:
             yield Cause(f"dependency cycle: {' → '.join(names)}", tuple(sorted(members)))
 
 
-def _strongly_connected(graph: Mapping[str, list[str]]) -> Iterator[list[str]]:
+def strongly_connected(graph: Mapping[str, list[str]]) -> Iterator[list[str]]:
+    """The strongly connected components of ``graph`` (Tarjan, iterative: a deep graph
+    cannot exhaust the stack), single nodes included; edges to nodes that are not keys
+    are ignored."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     on_stack: set[str] = set()
