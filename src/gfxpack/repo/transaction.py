@@ -169,14 +169,6 @@ class Transaction:
         self.write(pool / RECORD, json.dumps(ordered).encode())
         self._unrecorded -= {pool / name for name in record}
 
-    def swap_in(self, staging: Path, target: Path) -> None:
-        """Replace the directory ``target`` by ``staging``; ``.NAME-old`` in between."""
-        retired = target.with_name(f".{target.name}-old")
-        if target.exists():
-            os.replace(target, retired)
-        os.replace(staging, target)
-        shutil.rmtree(retired, ignore_errors=True)
-
 
 # --- what was published --------------------------------------------------------------
 
