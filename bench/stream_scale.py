@@ -178,6 +178,9 @@ def main() -> None:
     arguments = parser.parse_args()
     if arguments.small:
         arguments.nightlies, arguments.packages = 10, 100
+    # Compiled once, as pip install does (this machine sets PYTHONDONTWRITEBYTECODE).
+    package = Path(__import__("gfxpack").__file__).parent
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
     work = Path(arguments.work or tempfile.mkdtemp(prefix="stream-scale-"))
     if work.exists():
         shutil.rmtree(work)

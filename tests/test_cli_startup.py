@@ -53,6 +53,7 @@ USES: dict[str, set[str]] = {
     "sign": set(),
     "split": {"rich", *KPACK},
     "stream": set(),  # a group: its subcommands import what they use
+    "stream list": set(),  # the record only
     "stream promote": {"createrepo_c", "zstandard"},
     "stream prune": {"createrepo_c", "zstandard"},
     "stream remove": {"createrepo_c", "zstandard"},
@@ -196,6 +197,7 @@ def run_args(command: str, tmp: Path) -> list[str]:
         "sign": [missing, "--key", "nobody"],
         "split": [empty, "--out", out],
         "stream": ["--help"],
+        "stream list": ["--repo", missing],
         "stream promote": ["--from", missing, "--to", out, "--version", "8.2.0-1"],
         "stream prune": ["--repo", missing, "--retain", "nightly"],
         "stream remove": ["--repo", missing, "--version", "8.2.0-1"],

@@ -11,38 +11,71 @@ from click.testing import CliRunner, Result
 
 from gfxpack.amdgpu import gfx_target_version
 from gfxpack.cli import cli
-from gfxpack.detect import NODES, detect
+from gfxpack.detect import HSA_CAP_SRAM_EDCSUPPORTED, NODES, detect, read_properties
 
-FIXTURES = Path(__file__).parent / "fixtures" / "kfd"
+FIXTURES = Path(__file__).parent / "fixtures" / "kfd"  # README.md: which machine, where from
 
 
 def run(*args: str) -> Result:
     return CliRunner().invoke(cli, ["detect", *args])
 
 
+def decoded(version: int) -> str:
+    """gfx_target_version MMmmss as the kernel writes it: gfx<major><minor hex><stepping hex>."""
+    return f"gfx{version // 10000}{version // 100 % 100:x}{version % 100:x}"
+
+
 @pytest.mark.parametrize(
     ("machine", "nodes", "target_id"),
     [
-        ("mi300x", list(range(1, 9)), "gfx942:sramecc+"),
-        ("rx7900xtx", [1], "gfx1100"),
-        ("phoenix-apu", [1], "gfx1103"),
-        ("mi250x", [1, 2], "gfx90a:sramecc+"),
+        # One MI300X in CPX mode (8 partitions, one node each); nodes 0 and 1 are the CPUs.
+        ("mi300x-cpx", list(range(2, 10)), "gfx942:sramecc+"),
+        # Eight MI210 cards; nodes 0 and 1 are the CPUs.
+        ("mi210", list(range(2, 10)), "gfx90a:sramecc+"),
+        # Assembled, not copied (README.md): a Radeon RX 7900 XTX and a Phoenix APU.
+        ("rx7900xtx-assembled", [1], "gfx1100"),
+        ("phoenix-apu-assembled", [1], "gfx1103"),
     ],
 )
 def test_each_machine_names_its_gpus(machine: str, nodes: list[int], target_id: str) -> None:
     gpus = detect(FIXTURES / machine)
-    processor = target_id.split(":")[0]
-    assert [gpu.node for gpu in gpus] == nodes  # node 0, the CPU, is skipped
-    assert {gpu.processor for gpu in gpus} == {processor}
+    assert [gpu.node for gpu in gpus] == nodes  # the CPU nodes (simd_count 0) are skipped
     assert {gpu.target_id for gpu in gpus} == {target_id}
-    assert {gpu.gfx_target_version for gpu in gpus} == {gfx_target_version(processor)}
+    for gpu in gpus:
+        properties = read_properties(FIXTURES / machine / NODES / str(gpu.node) / "properties")
+        version = properties["gfx_target_version"]
+        assert gpu.gfx_target_version == version == gfx_target_version(gpu.processor or "")
+        assert gpu.processor == decoded(version)
+        assert gpu.device_id == properties["device_id"]
+        # sramecc+ exactly when the node's capability word has HSA_CAP_SRAM_EDCSUPPORTED.
+        sramecc = properties["capability"] & HSA_CAP_SRAM_EDCSUPPORTED
+        assert gpu.target_id == decoded(version) + (":sramecc+" if sramecc else "")
+
+
+def test_xnack_is_left_open() -> None:
+    """No property says xnack: the capability bits (kfd_sysfs.h) have none, and the mode is
+    chosen per process (HSA_XNACK). gfx90a and gfx942 both support xnack, so their target ids
+    leave it open, which matches code built for either xnack setting."""
+    for machine in ("mi300x-cpx", "mi210"):
+        assert all("xnack" not in str(gpu.target_id) for gpu in detect(FIXTURES / machine))
+
+
+@pytest.mark.parametrize(("version", "processor"), [(110000, "gfx1100"), (110003, "gfx1103")])
+def test_radeon_targets_decode(version: int, processor: str, tmp_path: Path) -> None:
+    """No public copy of a Radeon RX 7900 (gfx1100) or Phoenix APU (gfx1103) node was found
+    (fixtures/kfd/README.md), so these two lines stand in: they are all detect reads."""
+    node = tmp_path / NODES / "1"
+    node.mkdir(parents=True)
+    (node / "properties").write_text(f"simd_count 192\ngfx_target_version {version}\n")
+    [gpu] = detect(tmp_path)
+    assert gpu.processor == gpu.target_id == processor == decoded(version)
 
 
 def test_the_printed_commands_install_one_arch() -> None:
-    result = run("--sysfs", str(FIXTURES / "mi300x"), "--package", "jax-rocm7-pjrt")
+    result = run("--sysfs", str(FIXTURES / "mi300x-cpx"), "--package", "jax-rocm7-pjrt")
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0] == "node 1: gfx942 (target id gfx942:sramecc+, gfx_target_version 90402)"
+    assert lines[0] == "node 2: gfx942 (target id gfx942:sramecc+, gfx_target_version 90402)"
     assert len([line for line in lines if line.startswith("node ")]) == 8
     assert "  pip:  pip install 'jax-rocm7-pjrt[device-gfx942]'" in lines
     assert "  apt:  sudo apt install amdrocm-core8.2-gfx942" in lines
@@ -50,25 +83,25 @@ def test_the_printed_commands_install_one_arch() -> None:
 
 
 def test_json_and_the_rocm_version() -> None:
-    result = run("--sysfs", str(FIXTURES / "rx7900xtx"), "--json", "--rocm-version", "8.3.0")
+    result = run("--sysfs", str(FIXTURES / "mi210"), "--json", "--rocm-version", "8.3.0")
     assert result.exit_code == 0, result.output
     document = json.loads(result.output)
-    assert document["processors"] == ["gfx1100"]
-    assert document["gpus"][0]["device_id"] == 0x744C
-    assert document["pip"] == "pip install 'PACKAGE[device-gfx1100]'"
-    assert document["apt"] == "sudo apt install amdrocm-core8.3-gfx1100"
+    assert document["processors"] == ["gfx90a"]
+    assert document["gpus"][0]["device_id"] == 0x740F  # Instinct MI210
+    assert document["pip"] == "pip install 'PACKAGE[device-gfx90a]'"
+    assert document["apt"] == "sudo apt install amdrocm-core8.3-gfx90a"
 
 
 def test_several_processors_are_listed_in_processor_order(tmp_path: Path) -> None:
-    """An APU with a discrete card: both processors, each once."""
+    """Two kinds of GPU in one machine: both processors, each once, gfx90a first."""
     nodes = tmp_path / NODES
-    for number, machine, node in ((0, "phoenix-apu", 0), (1, "phoenix-apu", 1), (2, "mi300x", 1)):
+    for number, machine, node in ((0, "mi210", 0), (1, "mi300x-cpx", 2), (2, "mi210", 2)):
         (nodes / str(number)).mkdir(parents=True)
         source = FIXTURES / machine / NODES / str(node) / "properties"
         (nodes / str(number) / "properties").write_bytes(source.read_bytes())
     result = run("--sysfs", str(tmp_path))
     assert result.exit_code == 0, result.output
-    assert "  pip:  pip install 'PACKAGE[device-gfx942]' 'PACKAGE[device-gfx1103]'" in (
+    assert "  pip:  pip install 'PACKAGE[device-gfx90a]' 'PACKAGE[device-gfx942]'" in (
         result.output.splitlines()
     )
 
@@ -126,7 +159,7 @@ def test_a_hostile_properties_file_is_one_error(tmp_path: Path) -> None:
     ],
 )
 def test_a_bad_option_is_one_error(option: str, value: str, message: str) -> None:
-    result = run("--sysfs", str(FIXTURES / "mi300x"), option, value)
+    result = run("--sysfs", str(FIXTURES / "mi300x-cpx"), option, value)
     assert result.exit_code == 1
     [line] = result.output.splitlines()
     assert line.startswith(f"error: {message}")

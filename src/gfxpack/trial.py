@@ -65,8 +65,8 @@ from gfxpack.amdgpu import (
 )
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import DEB, RPM, PackageFormat, PackageInfo
-from gfxpack.repo.apt import COMPONENT, SUITE
 from gfxpack.repo.debfile import ARCHITECTURE, PACKAGE_NAME, VERSION, parse_stanzas
+from gfxpack.repo.names import COMPONENT, SUITE
 from gfxpack.repo.rpmfile import RPM_ARCH, RPM_NAME, RPM_VERSION
 from gfxpack.verify.resolution import select
 from gfxpack.verify.rules import arch_of

@@ -1,6 +1,8 @@
-"""A gfxpack command killed on entry to its Nth rename(2), by strace: every publishing
-step is a rename (pool links, records, indexes, Release, the repodata swap), so running
-it for every N until a run finishes tries every step; nothing in gfxpack knows."""
+"""A gfxpack command killed on entry to its Nth rename(2) (or Nth of other system calls),
+by strace: every publishing step is a rename (pool copies, indexes, Release, repodata)
+and every removal an unlink (the record's commits, which delete SQLite's journal, old
+index generations, pool files no index names any more), so running it for every N
+until a run finishes tries every step; nothing in gfxpack knows."""
 
 from __future__ import annotations
 
@@ -9,12 +11,15 @@ import sys
 from collections.abc import Sequence
 
 
-def killed_run(args: Sequence[str], nth: int, env: dict[str, str] | None = None) -> int:
-    """Exit status of ``gfxpack ARGS`` killed on its ``nth`` rename (0: it had fewer)."""
+def killed_run(
+    args: Sequence[str], nth: int, env: dict[str, str] | None = None, syscall: str = "rename"
+) -> int:
+    """Exit status of ``gfxpack ARGS`` killed on its ``nth`` call of ``syscall`` (0: it
+    had fewer)."""
     command = [sys.executable, "-m", "gfxpack", *args]
-    strace = ["strace", "-qq", "-o", "/dev/null", "-e", "trace=rename", "-e", "signal=none"]
+    strace = ["strace", "-qq", "-o", "/dev/null", "-e", f"trace={syscall}", "-e", "signal=none"]
     traced = subprocess.run(
-        [*strace, "-e", f"inject=rename:signal=KILL:when={nth}", *command],
+        [*strace, "-e", f"inject={syscall}:signal=KILL:when={nth}", *command],
         capture_output=True,
         check=False,
         env=env,

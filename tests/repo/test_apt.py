@@ -9,22 +9,21 @@ from typing import Any
 import pytest
 
 from gfxpack.formats import DEB
-from gfxpack.repo import apt
+from gfxpack.repo import run as repo_run
 from gfxpack.repo.debfile import parse_stanzas
 from gfxpack.repo.inputs import InputFile, RepoError, digest
-from gfxpack.repo.transaction import Transaction
+from gfxpack.repo.options import PublishOptions
 from tests.conftest import run
 from tests.verify.helpers import write_package
 
 
 def publish(debs: list[Path], out: Path, suite: str = "stable", epoch: int = 0) -> dict[str, Any]:
-    """apt.prepare, then its three writing steps in one transaction on ``out``."""
-    update = apt.prepare([InputFile(p, *digest(p)) for p in debs], out / "apt", suite, epoch)
-    with Transaction(out) as tx:
-        update.add_files(tx)
-        update.commit_record(tx)
-        update.commit_indexes(tx)
-    return update.summary()
+    """One run publishing ``debs`` (repo/run.py); the apt summary."""
+    files = [InputFile(p, *digest(p)) for p in debs]
+    result = repo_run.apply(out, files, repo_run.Request(), PublishOptions(suite, epoch))
+    (summary,) = result["formats"]
+    assert summary["format"] == DEB.name
+    return summary
 
 
 def test_published_files_are_copied_once_and_a_changed_one_is_refused(tmp_path):

@@ -122,7 +122,7 @@ def test_release_fields_from_the_options(tmp_path):
         ("--codename", "a b", "--codename 'a b': expected a plain name"),
         ("--codename", "x/y", "--codename 'x/y': expected a plain name"),
         ("--keep-generations", "0", "--keep-generations 0: expected 1 or more"),
-        ("--valid-for", "0", "--valid-for 0: expected a number of days"),
+        ("--valid-for", "-1", "--valid-for -1: expected a number of days"),
     ],
 )
 def test_a_bad_release_option_is_one_error_and_writes_nothing(tmp_path, option, value, expected):

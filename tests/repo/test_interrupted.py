@@ -87,4 +87,4 @@ def test_a_run_killed_at_any_step_is_healed_by_the_next(tmp_path):
         deep = CliRunner().invoke(cli, ["verify", "--repo", str(out), "--deep"])
         assert deep.exit_code == 0, f"step {nth}: {deep.output}{deep.stderr}"
         shutil.rmtree(out)
-    assert killed >= 15  # pool links, records, indexes, Release, repodata: every one tried
+    assert killed >= 12  # pool copies, indexes, Release, repodata files, repomd.xml

@@ -5,7 +5,6 @@ changes (or is swapped) while it is published is refused, not published."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import stat
 from pathlib import Path
@@ -15,11 +14,11 @@ from click.testing import CliRunner
 
 from gfxpack.cli import cli
 from gfxpack.formats import DEB, FORMATS, RPM
-from gfxpack.repo import apt
 from gfxpack.repo.backends import backend
 from gfxpack.repo.inputs import InputFile, RepoError, digest
 from gfxpack.repo.setup_package import write_index
-from gfxpack.repo.transaction import RECORD, Transaction, stamp
+from gfxpack.repo.state import State
+from gfxpack.repo.transaction import Transaction, stamp
 from tests.conftest import tmpfs
 from tests.verify.helpers import write_package
 
@@ -59,9 +58,10 @@ def test_editing_a_built_package_in_place_leaves_the_pool_as_published(tmp_path)
         assert stat.S_IMODE(info.st_mode) == 0o644
         assert info.st_mtime_ns == built.st_mtime_ns  # served with the build's date
         # The record stamps the pool's own file, so the next run trusts it unhashed.
-        record = json.loads((pooled.parent / RECORD).read_text())
-        assert record[package.name]["stamp"] == stamp(pooled)
-        assert record[package.name]["stamp"].endswith(f":{info.st_ino}")
+        with State.open(out, create=False) as state:
+            found = state.file(package.name)
+        assert found is not None
+        assert found[0].stamp == stamp(pooled) and found[0].stamp.endswith(f":{info.st_ino}")
         published[pooled] = sha256(pooled)
     # One byte of each built package changed in place (same inode, same size).
     for package in packages:
@@ -96,10 +96,15 @@ def test_a_build_on_another_filesystem_is_copied_too(tmp_path):
             assert stat.S_IMODE(pooled.stat().st_mode) == 0o644
 
 
-def prepared(build: Path, out: Path) -> tuple[apt.AptUpdate, Path]:
-    """The apt side of a run, read and checked, nothing written yet; its one .deb."""
+def prepared(build: Path) -> tuple[InputFile, Path]:
+    """A .deb as a run reads it (its digest taken), nothing written yet."""
     deb = write_package(build, DEB, "tool")
-    return apt.prepare([InputFile(deb, *digest(deb))], out / "apt", "stable", 0), deb
+    return InputFile(deb, *digest(deb)), deb
+
+
+def add_to_pool(out: Path, item: InputFile) -> None:
+    with Transaction(out) as tx:
+        tx.add_to_pool(item, backend(DEB).pool(out / "apt"))
 
 
 def assert_nothing_published(out: Path) -> None:
@@ -109,13 +114,13 @@ def assert_nothing_published(out: Path) -> None:
 
 def test_a_build_file_changed_after_it_was_read_is_refused(tmp_path):
     out = tmp_path / "repo"
-    update, deb = prepared(tmp_path / "build", out)
+    item, deb = prepared(tmp_path / "build")
     data = bytearray(deb.read_bytes())
     data[-1] ^= 0xFF
     deb.write_bytes(bytes(data))
     changed = "changed while it was being published"
-    with pytest.raises(RepoError, match=changed), Transaction(out) as tx:
-        update.add_files(tx)
+    with pytest.raises(RepoError, match=changed):
+        add_to_pool(out, item)
     assert_nothing_published(out)
 
 
@@ -124,7 +129,7 @@ def test_a_build_file_swapped_after_it_was_read_is_refused(tmp_path, swap):
     """A symlink is not followed (the planted file it names is neither read into the
     pool nor changed) and a FIFO is not waited on."""
     out = tmp_path / "repo"
-    update, deb = prepared(tmp_path / "build", out)
+    item, deb = prepared(tmp_path / "build")
     planted = tmp_path / "planted"
     planted.write_bytes(deb.read_bytes())  # the same bytes: only the kind gives it away
     before = (planted.stat().st_ino, planted.stat().st_nlink, planted.read_bytes())
@@ -135,7 +140,7 @@ def test_a_build_file_swapped_after_it_was_read_is_refused(tmp_path, swap):
     else:
         os.mkfifo(deb)
         expected = "not a regular file; only regular files are published"
-    with pytest.raises(RepoError, match=expected), Transaction(out) as tx:
-        update.add_files(tx)
+    with pytest.raises(RepoError, match=expected):
+        add_to_pool(out, item)
     assert_nothing_published(out)
     assert (planted.stat().st_ino, planted.stat().st_nlink, planted.read_bytes()) == before

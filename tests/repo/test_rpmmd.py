@@ -9,23 +9,19 @@ import createrepo_c as cr
 import pytest
 
 from gfxpack.formats import RPM
-from gfxpack.repo import rpmmd
+from gfxpack.repo import run
 from gfxpack.repo.inputs import InputFile, RepoError, digest
-from gfxpack.repo.transaction import Transaction
+from gfxpack.repo.options import PublishOptions
 from tests.verify.helpers import write_package
 
 
 def publish(rpms: list[Path], out: Path, epoch: int) -> dict[str, Any]:
-    """rpmmd.prepare, then its three writing steps in one transaction on ``out``."""
-    update = rpmmd.prepare([InputFile(p, *digest(p)) for p in rpms], out / "rpm", epoch)
-    try:
-        with Transaction(out) as tx:
-            update.add_files(tx)
-            update.commit_record(tx)
-            update.commit_indexes(tx)
-    finally:
-        update.discard()
-    return update.summary()
+    """One run publishing ``rpms`` (repo/run.py); the rpm-md summary."""
+    files = [InputFile(p, *digest(p)) for p in rpms]
+    result = run.apply(out, files, run.Request(), PublishOptions("stable", epoch))
+    (summary,) = result["formats"]
+    assert summary["format"] == RPM.name
+    return summary
 
 
 def primary_names(root: Path) -> list[str]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +16,11 @@ from click.testing import CliRunner
 
 from gfxpack.cli import cli
 from gfxpack.repo import publish
-from gfxpack.repo.stream import BUILDS, Retention, prune, read_builds
+from gfxpack.repo.names import RepositoryNames
+from gfxpack.repo.options import PublishOptions
+from gfxpack.repo.retention import Retention
+from gfxpack.repo.state import DATABASE
+from gfxpack.repo.stream import prune, read_builds, remove
 from tests.conftest import build_example, generate_example
 
 VERSIONS = ("8.2.0", "8.2.1", "8.2.2")
@@ -42,9 +46,16 @@ def rsa_key(tmp_path_factory):
     subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False)
 
 
-def _publish_all(builds: dict[str, Path], repo: Path) -> None:
+def _publish_all(builds: dict[str, Path], repo: Path, keep: int = 1) -> None:
+    """The three builds, ten days apart. Each publish keeps the indexes of the last
+    ``keep`` (so pool files leave as soon as the last index naming them is gone)."""
+    names = RepositoryNames(keep_generations=keep)
     for i, version in enumerate(VERSIONS):
-        publish(builds[version], repo, "stable", EPOCH + i * 10 * DAY)
+        publish(builds[version], repo, "stable", EPOCH + i * 10 * DAY, names=names)
+
+
+def _at(epoch: int) -> PublishOptions:
+    return PublishOptions("", epoch)
 
 
 def _files(repo: Path) -> dict[str, tuple[int, int, int]]:
@@ -94,10 +105,10 @@ def test_prune_by_count_keeps_the_newest(builds, tmp_path):
     repo = tmp_path / "repo"
     _publish_all(builds, repo)
     before = _pool(repo)
-    result = prune(repo, Retention.parse("2builds"), "stable", EPOCH + 30 * DAY)
+    result = prune(repo, Retention.parse("2builds"), _at(EPOCH + 30 * DAY))
     assert result["removed_versions"] == ["8.2.0-1"]
     gone = {n for n in before if "8.2.0-1" in n}
-    assert gone and set(result["removed_files"]) == gone
+    assert gone and set(result["removed_files"]) == gone == set(result["deleted_files"])
     assert _pool(repo) == before - gone
     assert "8.2.0-1" not in _indexed(repo) and "8.2.2-1" in _indexed(repo)
     repomd = (repo / "rpm/repodata/repomd.xml").read_text()
@@ -106,7 +117,7 @@ def test_prune_by_count_keeps_the_newest(builds, tmp_path):
     primary = gzip.decompress((repo / "rpm" / href[1]).read_bytes())
     assert b'ver="8.2.0"' not in primary and b'ver="8.2.2"' in primary
     # A policy that would remove everything still keeps the newest.
-    prune(repo, Retention.parse("1d"), "stable", EPOCH + 400 * DAY)
+    prune(repo, Retention.parse("1d"), _at(EPOCH + 400 * DAY))
     assert [b.version for b in read_builds(repo)] == ["8.2.2-1"]
     assert all("8.2.2-1" in n for n in _pool(repo))
 
@@ -165,9 +176,9 @@ def test_promote_keeps_the_bytes_and_verifies_signed(rsa_key, builds, tmp_path):
             "--version", "8.2.1-1", "--sign-key", rsa_key.fingerprint)  # fmt: skip
     after = {**_sha256s(weekly / "apt/pool/main"), **_sha256s(weekly / "rpm/Packages")}
     assert before and after == before
-    record = json.loads((weekly / BUILDS).read_text())["builds"]
-    assert record[0]["version"] == "8.2.1-1"
-    assert record[0]["promoted_from"]["stream"] == "nightly"
+    (promoted,) = read_builds(weekly)
+    assert promoted.version == "8.2.1-1"
+    assert promoted.promoted_from is not None and promoted.promoted_from["stream"] == "nightly"
     key = rsa_key.export(tmp_path / "key.gpg")
     out = gfxpack(rsa_key, "verify", "--repo", str(weekly), "--deep", "--keyring", str(key))
     assert "error" not in out.lower()
@@ -178,7 +189,8 @@ def test_repo_retain_prunes_on_publish(builds, tmp_path):
     runner = CliRunner()
     for version in VERSIONS:
         result = runner.invoke(
-            cli, ["repo", "--in", str(builds[version]), "--out", str(repo), "--retain", "2builds"],
+            cli, ["repo", "--in", str(builds[version]), "--out", str(repo), "--retain", "2builds",
+                  "--keep-generations", "1"],
             env={"SOURCE_DATE_EPOCH": str(EPOCH)},
         )  # fmt: skip
         assert result.exit_code == 0, result.output
@@ -195,8 +207,14 @@ def test_repodata_from_the_record_is_what_createrepo_c_writes(builds, tmp_path):
     repo = tmp_path / "repo"
     _publish_all(builds, repo)  # the 2nd and 3rd publishes write from the record
     pool = repo / "rpm/Packages"
-    names = sorted(p.name for p in pool.glob("*.rpm"))
     repomd = (repo / "rpm/repodata/repomd.xml").read_text()
+    primary = re.search(r'<location href="([^"]*-primary\.xml\.gz)"', repomd)
+    assert primary is not None
+    # Each run's packages by name, the runs in the order published.
+    listed = gzip.decompress((repo / "rpm" / primary[1]).read_bytes()).decode()
+    names = [Path(h).name for h in re.findall(r'<location href="([^"]+\.rpm)"', listed)]
+    assert sorted(names) == sorted(p.name for p in pool.glob("*.rpm"))
+    assert [n for n in names if "8.2.0" in n] == sorted(n for n in names if "8.2.0" in n)
     writers = {"primary": cr.PrimaryXmlFile, "filelists": cr.FilelistsXmlFile,
                "other": cr.OtherXmlFile}  # fmt: skip
     for kind, writer in writers.items():
@@ -225,15 +243,15 @@ def test_a_builds_record_naming_a_path_is_refused(builds, tmp_path):
     _publish_all(builds, repo)
     planted = tmp_path / "planted.deb"
     planted.write_bytes(b"keep")
-    record = json.loads((repo / BUILDS).read_text())
-    record["builds"][0]["files"].append("../../../planted.deb")
-    (repo / BUILDS).write_text(json.dumps(record))
+    with sqlite3.connect(repo / DATABASE) as db:
+        db.execute("INSERT INTO build_files VALUES (1, '../../../planted.deb')")
     before = _files(repo)
     result = CliRunner().invoke(
         cli, ["stream", "prune", "--repo", str(repo), "--retain", "1builds"]
     )
     assert result.exit_code == 1
-    assert result.output.count("error:") == 1 and BUILDS in result.output
+    assert result.output.count("error:") == 1 and DATABASE in result.output
+    assert "'../../../planted.deb' is not a package file name" in result.output
     assert planted.read_bytes() == b"keep" and _files(repo) == before
 
 
@@ -241,8 +259,37 @@ def test_prune_by_age_removes_the_builds_older_than_the_window(builds, tmp_path)
     repo = tmp_path / "repo"
     _publish_all(builds, repo)  # published at EPOCH, EPOCH + 10 days, EPOCH + 20 days
     # dev keeps 30 days: at EPOCH + 35 days only the build of EPOCH is older.
-    result = prune(repo, Retention.parse("dev"), "stable", EPOCH + 35 * DAY)
+    result = prune(repo, Retention.parse("dev"), _at(EPOCH + 35 * DAY))
     assert result["removed_versions"] == ["8.2.0-1"]
     assert [b.version for b in read_builds(repo)] == ["8.2.1-1", "8.2.2-1"]
     assert not any("8.2.0-1" in n for n in _pool(repo))
     assert any("8.2.1-1" in n for n in _pool(repo))
+
+
+def test_a_pruned_file_stays_while_a_kept_index_names_it(builds, tmp_path):
+    """With the indexes of the last 3 publishes kept, a pruned build leaves the indexes
+    at once and the pools only when the last kept generation naming it is gone: a
+    machine that read the Release of before the prune still downloads what it names."""
+    repo = tmp_path / "repo"
+    _publish_all(builds, repo, keep=3)
+    release = (repo / "apt/dists/stable/Release").read_text()
+    gone = {n for n in _pool(repo) if "8.2.0-1" in n}
+    result = prune(repo, Retention.parse("2builds"), _at(EPOCH + 30 * DAY))
+    assert set(result["removed_files"]) == gone and result["deleted_files"] == []
+    assert gone <= _pool(repo) and "8.2.0-1" not in _indexed(repo)
+    # The earlier Release's Packages is still fetched by hash, and its files are there.
+    lines = release.split("SHA256:")[1].strip().splitlines()
+    old = {name: digest for digest, _, name in (line.split() for line in lines)}
+    by_hash = repo / "apt/dists/stable/main/binary-amd64/by-hash/SHA256"
+    assert (by_hash / old["main/binary-amd64/Packages"]).is_file()
+    # Two more generations: the last one naming 8.2.0 is out of the three kept.
+    for day, version in ((40, "8.2.1"), (50, "8.2.2")):
+        result = publish(builds[version], repo, "stable", EPOCH + day * DAY, retain=None)
+        assert result
+    assert gone <= _pool(repo)  # the same builds again change no index: no new generation
+    result = prune(repo, Retention.parse("1builds"), _at(EPOCH + 60 * DAY))
+    assert result["removed_versions"] == ["8.2.1-1"] and gone <= _pool(repo)
+    # Each format's generations are its own: a third publish that changes both.
+    names = ["amdrocm-base8.2_8.2.2-1_amd64.deb", "amdrocm-base8.2-8.2.2-1.x86_64.rpm"]
+    result = remove(repo, [], names, _at(EPOCH + 70 * DAY))
+    assert set(result["deleted_files"]) == gone and not gone & _pool(repo)

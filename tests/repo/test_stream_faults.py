@@ -1,7 +1,7 @@
-"""gfxpack stream prune and promote killed at each of their renames (tests/repo/killed.py),
-then run again: the signed repository verifies deeply against its key, and no index a
-client can reach (the current ones and every generation kept for clients that read an
-older top file) names a file that is not there."""
+"""gfxpack stream prune and promote killed at each of their renames and unlinks
+(tests/repo/killed.py), then run again: the signed repository verifies deeply against
+its key, and no index a client can reach (the current ones and every generation kept
+for clients that read an older top file) names a file that is not there."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from gfxpack.cli import cli
 from gfxpack.formats import FORMATS
-from gfxpack.repo import generations
 from gfxpack.repo.debfile import parse_stanzas
+from gfxpack.repo.state import State
 from gfxpack.repo.stream import read_builds
 from tests.repo.killed import KILLED, killed_run
 from tests.verify.helpers import write_package
@@ -103,22 +103,43 @@ def _missing(repo: Path) -> list[str]:
         r'<location href="([^"]+)"', gzip.decompress((rpm / primary).read_bytes()).decode()
     )
     missing += [h for h in listed if not (rpm / h).is_file()]
-    # rpm-md's list is beside repodata/ (which is swapped in whole) and names its files.
-    for recorded, directory in ((dist, dist), (rpm, rpm / "repodata")):
-        kept = generations.read(recorded)
-        assert kept, recorded
-        missing += [f"{directory}/{n}" for g in kept for n in g if not (directory / n).is_file()]
+    # Every file of a kept generation, and every package its Packages or primary names.
+    with State.open(repo, create=False) as state:
+        kept = {fmt.name: state.generations(fmt.name) for fmt in FORMATS}
+    for fmt_name, directory in (("deb", dist), ("rpm", rpm / "repodata")):
+        assert kept[fmt_name], fmt_name
+        for _, paths in kept[fmt_name]:
+            for name in paths:
+                path = directory / name
+                if not path.is_file():
+                    missing.append(str(path))
+                elif fmt_name == "deb" and "binary-" in name:
+                    text = _text(path.read_bytes())
+                    if text.startswith("Package:"):
+                        for stanza in parse_stanzas(text):
+                            if not (repo / "apt" / stanza["Filename"]).is_file():
+                                missing.append(stanza["Filename"])
+                elif name.endswith("-primary.xml.gz"):
+                    xml = gzip.decompress(path.read_bytes()).decode()
+                    for href in re.findall(r'<location href="([^"]+)"', xml):
+                        if not (rpm / href).is_file():
+                            missing.append(href)
     return missing
 
 
-def _every_step(tmp_path: Path, key, keyring: Path, base: Path, args) -> int:
+def _text(data: bytes) -> str:
+    """A Packages index's text, whether that file is gzip-compressed or not."""
+    return (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode()
+
+
+def _every_step(tmp_path: Path, key, keyring: Path, base: Path, args, syscall: str) -> int:
     """Run gfxpack ``args(out)`` on a copy ``out`` of ``base``, killed at its 1st, 2nd, ...
     rename until a run finishes; after each kill the same command run again finishes,
     and what it left verifies and names no missing file. The steps killed."""
     for nth in range(1, 200):
         out = tmp_path / f"run-{nth}"
         shutil.copytree(base, out)
-        status = killed_run(args(out), nth, env={**os.environ, **_env(key)})
+        status = killed_run(args(out), nth, env={**os.environ, **_env(key)}, syscall=syscall)
         if status == 0:
             return nth - 1  # every earlier run was killed (asserted below)
         assert status in KILLED, f"step {nth}: exit status {status}"
@@ -131,7 +152,7 @@ def _every_step(tmp_path: Path, key, keyring: Path, base: Path, args) -> int:
         assert _missing(out) == [], f"step {nth}"
         _check_result(out, args(out))
         shutil.rmtree(out)
-    raise AssertionError("the command never finished in 200 renames")
+    raise AssertionError(f"the command never finished in 200 calls of {syscall}")
 
 
 def _check_result(out: Path, args: list[str]) -> None:
@@ -140,20 +161,34 @@ def _check_result(out: Path, args: list[str]) -> None:
     assert builds == ["8.2.1-1"], builds
     packages = parse_stanzas((out / "apt/dists/stable/main/binary-amd64/Packages").read_text())
     assert {s["Version"] for s in packages} == {"8.2.1-1"}
-    assert sorted(p.name for p in (out / "rpm/Packages").glob("*.rpm")) == [
-        f"{name}-8.2.1-1.x86_64.rpm" for name in sorted(NAMES)
-    ]
+    repomd = (out / "rpm/repodata/repomd.xml").read_text()
+    (primary,) = re.findall(r'<location href="([^"]+-primary.xml.gz)"', repomd)
+    listed = re.findall(
+        r'<location href="Packages/([^"]+)"',
+        gzip.decompress((out / "rpm" / primary).read_bytes()).decode(),
+    )
+    assert sorted(listed) == [f"{name}-8.2.1-1.x86_64.rpm" for name in sorted(NAMES)]
+    # The pruned build's files stay while a kept generation names them (_missing).
+    pool = {p.name for p in (out / "rpm/Packages").glob("*.rpm")}
+    assert set(listed) <= pool <= set(listed) | {f"{n}-8.2.0-1.x86_64.rpm" for n in NAMES}
 
 
-def test_prune_killed_at_each_rename_is_healed_by_the_next(signed, tmp_path):
+# Renames: the indexes, Release and its signatures, the repodata files, repomd.xml and its
+# signature and key. Unlinks: the record's commits (SQLite's journal), the scratch
+# directory, older indexes and signatures, the pool files no kept index names.
+STEPS = {"rename": 12, "unlink": 6}
+
+
+@pytest.mark.parametrize("syscall", sorted(STEPS))
+def test_prune_killed_at_each_step_is_healed_by_the_next(signed, tmp_path, syscall):
     key, nightly, keyring = signed
     args = lambda out: ["stream", "prune", "--repo", str(out), "--retain", "1builds",  # noqa: E731
                         "--sign-key", key.fingerprint]  # fmt: skip
-    # Records (twice), by-hash indexes, indexes, Release, signatures, repodata, builds.
-    assert _every_step(tmp_path, key, keyring, nightly, args) >= 25
+    assert _every_step(tmp_path, key, keyring, nightly, args, syscall) >= STEPS[syscall]
 
 
-def test_promote_killed_at_each_rename_is_healed_by_the_next(signed, tmp_path):
+@pytest.mark.parametrize("syscall", sorted(STEPS))
+def test_promote_killed_at_each_step_is_healed_by_the_next(signed, tmp_path, syscall):
     key, nightly, keyring = signed
     weekly = tmp_path / "weekly"
     _gfxpack(key, "stream", "promote", "--from", str(nightly), "--to", str(weekly),
@@ -161,4 +196,5 @@ def test_promote_killed_at_each_rename_is_healed_by_the_next(signed, tmp_path):
     args = lambda out: ["stream", "promote", "--from", str(nightly), "--to", str(out),  # noqa: E731
                         "--version", "8.2.1-1", "--retain", "1builds",
                         "--sign-key", key.fingerprint]  # fmt: skip
-    assert _every_step(tmp_path, key, keyring, weekly, args) >= 25  # and the pool links
+    copies = 4 if syscall == "rename" else 0  # and the pool copies, renamed in
+    assert _every_step(tmp_path, key, keyring, weekly, args, syscall) >= STEPS[syscall] + copies

@@ -12,7 +12,9 @@ import pytest
 
 from gfxpack import trial
 from gfxpack.repo import publish
-from gfxpack.repo.stream import Retention, prune, read_builds
+from gfxpack.repo.options import PublishOptions
+from gfxpack.repo.retention import Retention
+from gfxpack.repo.stream import prune, read_builds
 from tests.conftest import build_example, generate_example, run
 
 pytestmark = pytest.mark.skipif(
@@ -73,7 +75,7 @@ def test_a_pruned_machine_upgrades_to_the_newest_and_takes_8_3_beside(client, st
     for day, version in enumerate(NEWER, start=1):
         publish(stream[version], repo, "stable", EPOCH + day * DAY)
     # The machine's version is pruned: its packages are no longer in the repository.
-    result = prune(repo, Retention.parse("2builds"), "stable", EPOCH + 10 * DAY)
+    result = prune(repo, Retention.parse("2builds"), PublishOptions("stable", EPOCH + 10 * DAY))
     assert result["removed_versions"] == ["8.2.0-1", "8.2.1-1"]
     assert [b.version for b in read_builds(repo)] == ["8.2.2-1", "8.3.0-1"]
     with trial.serve(repo) as url:

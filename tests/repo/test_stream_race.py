@@ -17,7 +17,9 @@ import pytest
 from gfxpack import trial
 from gfxpack.repo import publish
 from gfxpack.repo.debfile import parse_stanzas
-from gfxpack.repo.stream import Retention, promote, prune
+from gfxpack.repo.options import PublishOptions
+from gfxpack.repo.retention import Retention
+from gfxpack.repo.stream import promote, prune
 from tests.conftest import build_example, generate_example
 
 pytestmark = [
@@ -66,9 +68,13 @@ def _operations(builds: dict[str, Path], nightly: Path, repo: Path) -> list:
             operations.append(lambda v=version, t=when: publish(builds[v], repo, "stable", t))
         else:
             operations.append(
-                lambda v=version, t=when: promote(nightly, repo, f"{v}-1", "nightly", "stable", t)
+                lambda v=version, t=when: promote(
+                    nightly, repo, f"{v}-1", "nightly", PublishOptions("stable", t)
+                )
             )
-        operations.append(lambda t=when: prune(repo, Retention(builds=3), "stable", t))
+        operations.append(
+            lambda t=when: prune(repo, Retention(builds=3), PublishOptions("stable", t))
+        )
     return operations
 
 

@@ -21,7 +21,9 @@ from click.testing import CliRunner
 from gfxpack.cli import cli
 from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.repo.debfile import parse_stanzas
-from gfxpack.repo.transaction import LOCK, RECORD
+from gfxpack.repo.state import DATABASE, State
+from gfxpack.repo.stream import read_builds
+from gfxpack.repo.transaction import LOCK, WORK
 from tests.verify.helpers import craft_deb, make_repo, write_package
 
 GOOD_CONTROL = b"Package: tool\nVersion: 1.0-1\nArchitecture: amd64\nDescription: a tool\n"
@@ -256,22 +258,30 @@ def test_packages_not_made_by_gfxpack_are_published_with_a_warning(tmp_path):
 
 @pytest.mark.parametrize("keep_mtime", [False, True], ids=["new-mtime", "mtime-reset"])
 def test_a_pool_file_replaced_after_publishing_is_never_re_signed(tmp_path, keep_mtime):
+    """A run reads only what it adds: the indexes it signs keep the published digest
+    of a pool file swapped since (apt refuses the swapped bytes), verify --deep finds
+    it, and a run that publishes that file again refuses to go on."""
     root = make_repo(tmp_path, DEB, {"tool": {}, "other": {}})
     pool = root / "apt/pool/main/tool_8.2.0-1_amd64.deb"
-    release = (root / "apt/dists/stable/Release").read_bytes()
+    published_sha256 = hashlib.sha256(pool.read_bytes()).hexdigest()
     before = pool.stat()
     trojan = bytearray(pool.read_bytes())
     trojan[-5] ^= 0xFF
-    pool.unlink()  # a hard link of the build: write a new file, as an attacker would
+    pool.unlink()  # write a new file, as an attacker would
     pool.write_bytes(bytes(trojan))
     if keep_mtime:
         os.utime(pool, ns=(before.st_atime_ns, before.st_mtime_ns))
     more = tmp_path / "more"
     write_package(more, DEB, "third")
-    message = one_error(repo("--in", str(more), "--out", str(root)))
+    assert repo("--in", str(more), "--out", str(root)).exit_code == 0
+    (stanza,) = [s for s in packages_index(root) if s["Package"] == "tool"]
+    assert stanza["SHA256"] == published_sha256 != hashlib.sha256(trojan).hexdigest()
+    deep = CliRunner().invoke(cli, ["verify", "--repo", str(root), "--deep"])
+    assert deep.exit_code == 1 and "tool_8.2.0-1_amd64.deb" in deep.output
+    release = (root / "apt/dists/stable/Release").read_bytes()
+    message = one_error(repo("--in", str(tmp_path / "build-deb"), "--out", str(root)))
     assert message.startswith(f"error: {pool}: its bytes differ from those published")
     assert (root / "apt/dists/stable/Release").read_bytes() == release
-    assert not (root / "apt/pool/main/third_8.2.0-1_amd64.deb").exists()
 
 
 def test_an_rpm_pool_file_replaced_after_publishing_is_an_error(tmp_path):
@@ -293,16 +303,23 @@ def test_leftovers_of_an_interrupted_run_are_cleaned(tmp_path):
     root = make_repo(tmp_path, RPM, {"tool": {}})
     make_repo(tmp_path, DEB, {"tool": {}})
     rpm = root / "rpm"
+    # What an older gfxpack's killed run left: repodata moved aside and being made.
     shutil.copytree(rpm / "repodata", rpm / ".repodata-old")
     (rpm / ".repodata-x1y2z3").mkdir()
-    (rpm / "Packages/.tool-9-1.x86_64.rpm.partial").write_bytes(b"half")
-    (root / "apt/dists/stable/main/binary-amd64/.Packages.partial").write_bytes(b"half")
+    # What a killed run leaves: its scratch directory, and a pool file it copied in and
+    # had not recorded yet (its name is pending in the record).
+    (root / WORK).mkdir()
+    (root / WORK / "Packages-0.gz").write_bytes(b"half")
     orphan = root / "apt/pool/main/orphan_1-1_amd64.deb"
     shutil.copy(root / "apt/pool/main/tool_8.2.0-1_amd64.deb", orphan)
+    with State.open(root, create=False) as state, state.transaction():
+        state.set_pending(DEB.name, [orphan.name])
     result = repo("--in", str(tmp_path / "build-deb"), "--out", str(root))
     assert result.exit_code == 0, result.output
     assert f"{orphan}: removed, an interrupted run added it" in result.stderr
-    leftovers = [p for p in root.rglob("*") if ".partial" in p.name or "repodata-" in p.name]
+    leftovers = [
+        p for p in root.rglob("*") if "partial" in p.name or "repodata-" in p.name or WORK in p.name
+    ]
     assert leftovers == [] and not orphan.exists()
     assert CliRunner().invoke(cli, ["verify", "--repo", str(root)]).exit_code == 0
 
@@ -400,10 +417,13 @@ def test_no_space_left_leaves_nothing_partial(example_release, tmp_path, small_f
     assert "No space left on device" in message and "run gfxpack repo again" in message
     assert [p for p in out.rglob("*") if "partial" in p.name or "repodata-" in p.name] == []
     # No pool file without its record: a pool holds only what was published.
+    recorded = set()
+    if (out / DATABASE).exists():
+        with State.open(out, create=False) as state:
+            recorded = {n for fmt in FORMATS for n, *_ in state.live_stamps(fmt.name)}
     for pool in (out / "apt/pool/main", out / "rpm/Packages"):
-        record = json.loads((pool / RECORD).read_text()) if (pool / RECORD).exists() else {}
-        on_disk = {p.name for p in pool.glob("*.*")} - {RECORD} if pool.exists() else set()
-        assert on_disk <= set(record)
+        on_disk = {p.name for p in pool.glob("*.*")} if pool.exists() else set()
+        assert on_disk <= recorded
     # With room again, the next run completes the repository.
     subprocess.run(["mount", "-o", "remount,size=200m", str(full)], check=True)
     result = repo("--in", str(example_release.out), "--out", str(out))
@@ -470,25 +490,59 @@ def test_a_second_run_waits_for_the_lock_and_says_so(tmp_path):
     assert [s["Package"] for s in packages_index(out)] == ["tool"]
 
 
+def _live(root: Path) -> set[str]:
+    with State.open(root, create=False) as state:
+        return {name for fmt in FORMATS for name, *_ in state.live_stamps(fmt.name)}
+
+
 def test_a_repository_without_records_is_adopted_as_it_is(tmp_path):
     """Repositories written before pools kept records: their files are read once and
     recorded, and from then on held to it."""
     root = make_repo(tmp_path, DEB, {"tool": {}})
     make_repo(tmp_path, RPM, {"tool": {}})
-    for pool in (root / "apt/pool/main", root / "rpm/Packages"):
-        (pool / RECORD).unlink()
+    (root / DATABASE).unlink()
     (root / "apt/.gfxpack-apt-cache.json").write_text("{}")  # what older versions kept
     more = tmp_path / "more"
     write_package(more, DEB, "other")
     write_package(more, RPM, "other")
     result = repo("--in", str(more), "--out", str(root))
     assert result.exit_code == 0, result.output + result.stderr
-    for pool, ext in ((root / "apt/pool/main", "deb"), (root / "rpm/Packages", "rpm")):
-        record = json.loads((pool / RECORD).read_text())
-        assert set(record) == {p.name for p in pool.glob(f"*.{ext}")}
-        assert len(record) == 2
+    pools = (root / "apt/pool/main", root / "rpm/Packages")
+    assert _live(root) == {p.name for pool in pools for p in pool.iterdir()}
+    assert len(_live(root)) == 4
     assert not (root / "apt/.gfxpack-apt-cache.json").exists()
-    assert [s["Package"] for s in packages_index(root)] == ["other", "tool"]
+    assert [s["Package"] for s in packages_index(root)] == ["tool", "other"]
+
+
+def test_the_json_records_of_an_older_gfxpack_are_adopted(tmp_path):
+    """What the JSON records of an older gfxpack say is kept: its builds, and that a pool
+    file none of them names was left by an interrupted run (removed, and said so)."""
+    build = tmp_path / "8.2.0"
+    files = [write_package(build, fmt, "tool") for fmt in FORMATS]
+    root = tmp_path / "repo"
+    CliRunner().invoke(cli, ["repo", "--in", str(build), "--out", str(root)])
+    (root / DATABASE).unlink()
+    pools = {".deb": root / "apt/pool/main", ".rpm": root / "rpm/Packages"}
+    for package in files:
+        digest = hashlib.sha256(package.read_bytes()).hexdigest()
+        record = {package.name: {"size": package.stat().st_size, "sha256": digest}}
+        (pools[package.suffix] / ".gfxpack-pool.json").write_text(json.dumps(record))
+    orphan = pools[".deb"] / "orphan_1-1_amd64.deb"
+    shutil.copy(pools[".deb"] / files[0].name, orphan)
+    builds = {"builds": [{"version": "8.2.0-1", "published": 1, "files": [f.name for f in files]}]}
+    (root / ".gfxpack-builds.json").write_text(json.dumps(builds))
+    more = tmp_path / "more"
+    write_package(more, DEB, "other")
+    result = repo("--in", str(more), "--out", str(root))
+    assert result.exit_code == 0, result.output + result.stderr
+    assert f"{orphan}: removed, an interrupted run added it but never published it" in (
+        result.stderr
+    )
+    assert not orphan.exists() and len(_live(root)) == 3
+    (adopted,) = read_builds(root)
+    assert (adopted.version, adopted.published) == ("8.2.0-1", 1)
+    assert sorted(adopted.files) == sorted(f.name for f in files)
+    assert not list(root.rglob(".gfxpack-*.json"))
 
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=str)

@@ -64,8 +64,9 @@ def test_signed_repo_publishes_the_key_its_setup_lines_name(gnupg, tmp_path):
 
 
 def test_the_rpm_md_key_goes_and_comes_with_the_signature(gnupg, tmp_path):
-    """repomd.xml.key is the signing key as gpg exports it, made with the repodata; an
-    unsigned run drops it with repomd.xml.asc, a signed one brings both back."""
+    """repomd.xml.key is the signing key as gpg exports it, made with the repodata; a run
+    without the key is refused (machines set up with it would stop updating), an
+    --unsigned one drops it with repomd.xml.asc, a signed one brings both back."""
     home, fingerprint = gnupg
     build = tmp_path / "build"
     write_package(build, RPM, "tool")
@@ -75,7 +76,11 @@ def test_the_rpm_md_key_goes_and_comes_with_the_signature(gnupg, tmp_path):
     assert repo(home, *signed).exit_code == 0
     exported = run("gpg", "--homedir", home, "--export", "--armor", fingerprint).stdout
     assert (repodata / "repomd.xml.key").read_text() == exported
-    assert repo(home, "--in", str(build), "--out", str(out)).exit_code == 0
+    before = (repodata / "repomd.xml").read_bytes()
+    forgot = repo(home, "--in", str(build), "--out", str(out))
+    assert forgot.exit_code == 1 and f"its indexes are signed (key {fingerprint})" in forgot.output
+    assert (repodata / "repomd.xml").read_bytes() == before
+    assert repo(home, "--in", str(build), "--out", str(out), "--unsigned").exit_code == 0
     assert not (repodata / "repomd.xml.key").exists()
     assert not (repodata / "repomd.xml.asc").exists()
     assert repo(home, *signed).exit_code == 0

@@ -87,7 +87,7 @@ COMMANDS = {
     ),
     "stream": Subcommand(
         "gfxpack.cli.stream_cmd:stream_group",
-        "Prune, promote and remove builds of a release stream's repository.",
+        "List, prune, promote and remove builds of a release stream's repository.",
     ),
     "try-install": Subcommand(
         "gfxpack.cli.try_install_cmd:try_install_command",

@@ -35,9 +35,8 @@ def _warn(message: str) -> None:
 )
 @click.option(
     "--suite",
-    default="stable",
-    show_default=True,
-    help="apt suite (dists/SUITE): a plain name of letters, digits and ._+-.",
+    help="apt suite (dists/SUITE): a plain name of letters, digits and ._+-. A "
+    "repository has one suite. Default: the repository's, stable for a new one.",
 )
 @click.option(
     "--sign-key",
@@ -70,40 +69,38 @@ def _warn(message: str) -> None:
 )
 @click.option(
     "--origin",
-    default="gfxpack",
-    show_default=True,
     help="The apt repository's Origin (a Release field): what apt-cache policy shows as "
-    "o= and what users pin by (Pin: release o=ORIGIN). One line, no ','.",
+    "o= and what users pin by (Pin: release o=ORIGIN). One line, no ','. Default: the "
+    "repository's, gfxpack for a new one.",
 )
 @click.option(
     "--label",
-    default="gfxpack",
-    show_default=True,
     help="The apt repository's Label (a Release field): what apt-cache policy shows as "
-    "l= (Pin: release l=LABEL). One line, no ','.",
+    "l= (Pin: release l=LABEL). One line, no ','. Default: the repository's, gfxpack "
+    "for a new one.",
 )
 @click.option(
     "--codename",
     metavar="NAME",
     help="The apt repository's Codename (a Release field, n= in pins): a plain name of "
-    "letters, digits and ._+-. Default: the suite.",
+    "letters, digits and ._+-. Default: the repository's, the suite for a new one.",
 )
 @click.option(
     "--keep-generations",
     type=int,
-    default=3,
-    show_default=True,
     metavar="N",
     help="Keep the indexes of the last N publishes fetchable (apt by-hash/, rpm-md "
-    "repodata/ files), so a machine that read an earlier InRelease or repomd.xml "
-    "still finds what it names.",
+    "repodata/ files), and the package files they name, so a machine that read an "
+    "earlier InRelease or repomd.xml still finds what it names. Default: the "
+    "repository's, 3 for a new one.",
 )
 @click.option(
     "--valid-for",
     type=int,
     metavar="DAYS",
     help="apt's Release says Valid-Until: DAYS after its Date; apt then refuses a "
-    "Release older than that (a mirror that stopped updating). Default: no end.",
+    "Release older than that (a mirror that stopped updating). 0: no end. Default: the "
+    "repository's, no end for a new one.",
 )
 @click.option(
     "--repo-id",
@@ -112,13 +109,15 @@ def _warn(message: str) -> None:
     "setup package install (/etc/apt/sources.list.d/ID.list or ID.sources, "
     "/usr/share/keyrings/ID-archive-keyring.gpg, /etc/yum.repos.d/ID.repo, "
     "/etc/zypp/repos.d/ID.repo) and the id dnf repolist and zypper repos list. Letters, "
-    "digits and ._-. Default: the --setup-package NAME, else gfxpack.",
+    "digits and ._-. Default: the repository's, else the --setup-package NAME, else "
+    "gfxpack.",
 )
 @click.option(
     "--repo-name",
     metavar="TEXT",
     help="The name dnf and zypper show for the repository (name= of its .repo file; "
-    "they replace $basearch and $releasever in it). One line. Default: the repository id.",
+    "they replace $basearch and $releasever in it). One line. Default: the repository's, "
+    "else the repository id.",
 )
 @click.option(
     "--wait/--no-wait",
@@ -134,6 +133,12 @@ def _warn(message: str) -> None:
     "120builds (count), all, or a stream's name (dev=30d, nightly=120builds, weekly=52w, "
     "rc=2y, stable=all). The newest build always stays (see gfxpack stream prune).",
 )
+@click.option(
+    "--unsigned",
+    is_flag=True,
+    help="Publish unsigned indexes into a repository whose indexes were signed (without "
+    "it, that is refused: machines set up with its key would stop updating).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option(
     "-q", "--quiet", is_flag=True, help="Only each format's summary line, no setup lines."
@@ -143,20 +148,21 @@ def _warn(message: str) -> None:
 def repo_command(
     builds: tuple[str, ...],
     out: str,
-    suite: str,
+    suite: str | None,
     sign_key: str | None,
     base_url: str | None,
     setup_package: str | None,
     setup_version: str,
-    origin: str,
-    label: str,
+    origin: str | None,
+    label: str | None,
     codename: str | None,
-    keep_generations: int,
+    keep_generations: int | None,
     valid_for: int | None,
     repo_id: str | None,
     repo_name: str | None,
     wait: bool,
     retain: str | None,
+    unsigned: bool,
     as_json: bool,
     quiet: bool,
     strict: bool,
@@ -164,9 +170,11 @@ def repo_command(
     """Publish built packages as an apt and an rpm-md repository.
 
     Incremental: packages already in OUT stay, so several releases (8.2 and
-    8.3) and patch updates (8.2.0, 8.2.1) live side by side; every index is
-    regenerated over the whole pool. A published file name with different
-    contents is refused. The Release date is SOURCE_DATE_EPOCH, else now.
+    8.3) and patch updates (8.2.0, 8.2.1) live side by side, and a run reads
+    only the packages it adds (what is published comes from the repository's
+    record). A published file name with different contents is refused. The
+    Release date is SOURCE_DATE_EPOCH, else now. The repository keeps its
+    suite, names and signing from run to run (gfxpack stream list shows them).
 
     Safe to rerun and to run twice at once: every input is checked and read
     before anything is published (a file index.json does not vouch for, a
@@ -179,9 +187,10 @@ def repo_command(
     from gfxpack import repo as repo_module
     from gfxpack.epoch import source_date_epoch
     from gfxpack.formats import FORMATS, format_named
-    from gfxpack.repo.apt import check_suite
     from gfxpack.repo.backends import backend
-    from gfxpack.repo.names import DEFAULT, RepositoryNames
+    from gfxpack.repo.names import DEFAULT, check_suite
+    from gfxpack.repo.retention import Retention
+    from gfxpack.repo.settings import recorded_settings
     from gfxpack.repo.setup_package import (
         SetupPackage,
         check_base_url,
@@ -190,9 +199,7 @@ def repo_command(
         write_index,
         write_setup_packages,
     )
-    from gfxpack.repo.stream import Retention
     from gfxpack.repo.trust import export_public_key, publish_key
-    from gfxpack.sign import sign_unless_published
 
     epoch = source_date_epoch(os.environ, int(time.time()))
     out_path = Path(out)
@@ -200,16 +207,25 @@ def repo_command(
     # Every value the printed lines and the setup package hold, checked before any use.
     if base_url is not None:
         check_base_url(base_url)
+    recorded = recorded_settings(out_path)
+    suite = suite if suite is not None else recorded.suite
     check_suite(suite)
     if setup_package:
         check_setup_package(setup_package, setup_version)
         if sign_key is None or not base_url:
             raise GfxpackError("--setup-package needs --sign-key and --base-url")
-    if repo_id is None:
-        repo_id = setup_package or DEFAULT
-    names = RepositoryNames(
-        origin, label, repo_id, repo_name, codename, keep_generations, valid_for
-    )
+    given = {
+        "origin": origin,
+        "label": label,
+        "repo_id": repo_id,
+        "repo_name": repo_name,
+        "codename": codename,
+        "keep_generations": keep_generations,
+        "valid_for_days": valid_for,
+    }
+    if recorded.names is None and repo_id is None:
+        given["repo_id"] = setup_package or DEFAULT
+    names = recorded.with_names(given)
     names.check()
     setup = None
     if setup_package and base_url:
@@ -225,6 +241,8 @@ def repo_command(
             setup_files = write_setup_packages(setup, key, FORMATS, made, build_epoch(os.environ))
             for fmt, path in setup_files.items():
                 if fmt.signs_packages:
+                    from gfxpack.sign import sign_unless_published
+
                     pooled = backend(fmt).pool(out_path / fmt.repo_dir) / path.name
                     sign_unless_published(path, pooled, sign_key)
             write_index(made, setup_files.values())
@@ -240,6 +258,7 @@ def repo_command(
             retain=Retention.parse(retain) if retain is not None else None,
             strict=strict,
             names=names,
+            unsigned=unsigned,
         )
     published = [fmt for fmt in FORMATS if any(r["format"] == fmt.name for r in results)]
     keys = publish_key(out_path, key, published) if key is not None else {}

@@ -1,4 +1,4 @@
-"""gfxpack stream: prune, promote and remove builds of a release stream's repository."""
+"""gfxpack stream: list, prune, promote and remove builds of a release stream's repository."""
 
 from __future__ import annotations
 
@@ -23,16 +23,16 @@ def _common(command: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(
         [
             click.option(
-                "--suite",
-                default="stable",
-                show_default=True,
-                help="apt suite (dists/SUITE) whose indexes are rewritten.",
-            ),
-            click.option(
                 "--sign-key",
                 metavar="FPR",
                 help="gpg key that signs the new indexes (as gfxpack repo --sign-key); "
                 "its public key is published beside them.",
+            ),
+            click.option(
+                "--unsigned",
+                is_flag=True,
+                help="Write unsigned indexes into a repository whose indexes were signed "
+                "(without it, that is refused).",
             ),
             click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
         ]
@@ -54,6 +54,14 @@ def _epoch() -> int:
     return source_date_epoch(os.environ, int(time.time()))
 
 
+def _options(sign_key: str | None) -> Any:
+    """The publish options of a stream command: the repository's suite and names, dated
+    SOURCE_DATE_EPOCH or now."""
+    from gfxpack.repo.options import PublishOptions
+
+    return PublishOptions("", _epoch(), sign_key)
+
+
 def _print(result: dict[str, Any], out: Path, sign_key: str | None, as_json: bool) -> None:
     from gfxpack.formats import format_named
     from gfxpack.repo.trust import export_public_key, publish_key
@@ -68,6 +76,10 @@ def _print(result: dict[str, Any], out: Path, sign_key: str | None, as_json: boo
         click.echo(f"removed build {version}")
     for name in result["removed_files"]:
         click.echo(f"  {name}")
+    if result["deleted_files"]:
+        click.echo(
+            f"deleted {len(result['deleted_files'])} pool file(s) no kept index names any more"
+        )
     for summary in result["formats"]:
         click.echo(
             f"{summary['format']}: {len(summary['added'])} new, {summary['packages']} in "
@@ -77,7 +89,41 @@ def _print(result: dict[str, Any], out: Path, sign_key: str | None, as_json: boo
 
 @click.group("stream")
 def stream_group() -> None:
-    """Prune, promote and remove builds of a release stream's repository."""
+    """List, prune, promote and remove builds of a release stream's repository.
+
+    A stream's repository (nightly, weekly, rc, stable) holds every retained build
+    side by side. Removed packages leave the indexes at once and the pools once no
+    kept index generation names them (gfxpack repo --keep-generations), so machines
+    that read an earlier index never miss a file.
+    """
+
+
+@stream_group.command("list")
+@click.option("--repo", required=True, type=click.Path(file_okay=False), help="Repository root.")
+@click.option("--json", "as_json", is_flag=True, help="Print the listing as JSON.")
+@reports_errors
+def list_command(repo: str, as_json: bool) -> None:
+    """The builds a repository holds, oldest first: version, date published, package
+    files, and where a promoted build came from."""
+    from gfxpack.repo import stream
+
+    listing = stream.listing(Path(repo))
+    if as_json:
+        click.echo(json.dumps(listing, indent=2))
+        return
+    packages = ", ".join(f"{count} {fmt}" for fmt, count in listing["packages"].items())
+    signed = f", signed by {listing['signed_by']}" if listing["signed_by"] else ", unsigned"
+    click.echo(f"{repo}: suite {listing['suite']}, {packages}{signed}")
+    for build in listing["builds"]:
+        day = time.strftime("%Y-%m-%d %H:%M", time.gmtime(build["published"]))
+        line = f"  {build['version']:<24} {day} UTC  {len(build['files'])} files"
+        source = build.get("promoted_from")
+        if source:
+            came = time.strftime("%Y-%m-%d", time.gmtime(source["published"]))
+            line += f"  (promoted from {source['stream']}, published there {came})"
+        click.echo(line)
+    if listing["unversioned"]:
+        click.echo(f"  {len(listing['unversioned'])} files of no build (never pruned)")
 
 
 @stream_group.command("prune")
@@ -87,15 +133,16 @@ def stream_group() -> None:
 @_common
 @reports_errors
 def prune_command(
-    repo: str, retain: str, dry_run: bool, suite: str, sign_key: str | None, as_json: bool
+    repo: str, retain: str, dry_run: bool, sign_key: str | None, unsigned: bool, as_json: bool
 ) -> None:
     """Remove the builds a retention policy no longer keeps, and their pool files."""
     from gfxpack.repo import stream
+    from gfxpack.repo.retention import Retention
 
-    policy = stream.Retention.parse(retain)
+    policy = Retention.parse(retain)
     out = Path(repo)
     result = stream.prune(
-        out, policy, suite, _epoch(), dry_run=dry_run, sign_key=sign_key, warn=_warn
+        out, policy, _options(sign_key), dry_run=dry_run, warn=_warn, unsigned=unsigned
     )
     _print(result, out, sign_key, as_json)
 
@@ -114,8 +161,8 @@ def remove_command(
     versions: tuple[str, ...],
     packages: tuple[str, ...],
     dry_run: bool,
-    suite: str,
     sign_key: str | None,
+    unsigned: bool,
     as_json: bool,
 ) -> None:
     """Remove builds (by version) or package files (by name) from a repository."""
@@ -126,8 +173,9 @@ def remove_command(
         raise GfxpackError("give --version or --package: what to remove")
     out = Path(repo)
     result = stream.remove(
-        out, versions, packages, suite, _epoch(), dry_run=dry_run, sign_key=sign_key, warn=_warn
-    )
+        out, versions, packages, _options(sign_key), dry_run=dry_run, warn=_warn,
+        unsigned=unsigned,
+    )  # fmt: skip
     _print(result, out, sign_key, as_json)
 
 
@@ -151,15 +199,17 @@ def promote_command(
     version: str,
     from_stream: str | None,
     retain: str | None,
-    suite: str,
     sign_key: str | None,
+    unsigned: bool,
     as_json: bool,
 ) -> None:
     """Publish a build of one stream's repository into another's: the same package
-    files, new signed indexes, the source recorded in TARGET/.gfxpack-builds.json."""
+    files, new signed indexes, the source stream recorded (gfxpack stream list shows
+    it). A new TARGET takes the source's suite and names."""
     from gfxpack.repo import stream
+    from gfxpack.repo.retention import Retention
 
-    policy = stream.Retention.parse(retain) if retain is not None else None
+    policy = Retention.parse(retain) if retain is not None else None
     src = Path(source)
     out = Path(target)
     result = stream.promote(
@@ -167,10 +217,9 @@ def promote_command(
         out,
         version,
         from_stream or src.resolve().name,
-        suite,
-        _epoch(),
+        _options(sign_key),
         policy,
-        sign_key=sign_key,
         warn=_warn,
+        unsigned=unsigned,
     )
     _print(result, out, sign_key, as_json)

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gfxpack._io import replace_directory
 from gfxpack.descriptors.code_object_sources import CodeObjectFiles, CodeObjects
 from gfxpack.descriptors.diagnostics import Diagnostic, Diagnostics, Level
 from gfxpack.descriptors.jsonc import JsoncError, loads
@@ -188,24 +189,15 @@ def pack(
         result = _write(staging, out, listed, group, authored, targets, code_objects, compression)
         loaded = _check(staging, out, Path(authored_dir), result, registry)
         result.engines = sorted(s.name for s in loaded.sets)
-        if out.exists() or out.is_symlink():
-            old = out.with_name(f".{out.name}.{os.getpid()}.old")
-            os.rename(out, old)
-            os.rename(staging, out)
-            _remove(old)
-        else:
-            os.rename(staging, out)
+        try:
+            replace_directory(staging, out, replace)
+        except FileExistsError:  # made while the tree was written
+            raise PackError([f"{out}: already exists (give --force to replace it)"]) from None
+        except OSError as e:
+            raise PackError([f"{out}: cannot replace: {e.strerror or e}"]) from None
     finally:
-        if staging.exists():
-            _remove(staging)
+        shutil.rmtree(staging, ignore_errors=True)
     return result
-
-
-def _remove(path: Path) -> None:
-    if path.is_symlink() or not path.is_dir():
-        path.unlink()
-    else:
-        shutil.rmtree(path)
 
 
 def check_authored(

@@ -14,9 +14,11 @@ from typing import Any
 
 from gfxpack.errors import StrictFailure
 from gfxpack.outdir import read_index
-from gfxpack.repo import apt, stream
+from gfxpack.repo import run
 from gfxpack.repo.inputs import InputFile, RepoError, collect
-from gfxpack.repo.names import DEFAULT_NAMES, RepositoryNames
+from gfxpack.repo.names import DEFAULT_NAMES, RepositoryNames, check_suite
+from gfxpack.repo.options import PublishOptions
+from gfxpack.repo.retention import Retention
 from gfxpack.repo.transaction import os_errors
 
 __all__ = ["RepoError", "RepositoryNames", "publish"]
@@ -28,7 +30,7 @@ def _ignore(_: str) -> None:
 
 def _inputs(
     builds: Sequence[Path], warn: Callable[[str], None], epoch: int
-) -> tuple[list[InputFile], list[stream.Build]]:
+) -> tuple[list[InputFile], list[run.Build]]:
     """The files of every build, each name once (the same name twice must be the same
     bytes), and the builds among them that name their version."""
     chosen: dict[str, InputFile] = {}
@@ -50,7 +52,7 @@ def _inputs(
 def publish(
     builds: Path | Sequence[Path],
     out: Path,
-    suite: str,
+    suite: str | None,
     epoch: int,
     sign_key: str | None = None,
     gnupghome: str | None = None,
@@ -58,17 +60,21 @@ def publish(
     wait: bool = True,
     strict: bool = False,
     names: RepositoryNames = DEFAULT_NAMES,
-    retain: stream.Retention | None = None,
+    retain: Retention | None = None,
+    unsigned: bool = False,
 ) -> list[dict[str, Any]]:
     """Add the packages of ``builds`` to the repository of each format under ``out``: the
     apt one at out/apt, the rpm-md one at out/rpm; one summary per format published.
     Another run on ``out`` is waited for, or an error when not ``wait``. With ``strict``
     a warning about the inputs stops the run before anything is written. The indexes
-    carry ``names`` where their format has a place for them (apt's Origin and Label).
-    With ``retain`` the builds it no longer keeps are pruned in the same run
-    (repo/stream.py)."""
+    carry ``names`` where their format has a place for them (apt's Origin and Label);
+    ``suite`` None is the one the repository has (stable for a new one). With
+    ``retain`` the builds it no longer keeps are pruned in the same run
+    (repo/retention.py). A repository signed before is not published unsigned unless
+    ``unsigned``."""
     builds = [builds] if isinstance(builds, Path) else list(builds)
-    apt.check_suite(suite)
+    if suite is not None:
+        check_suite(suite)
     names.check()
     with os_errors(str(out)):
         input_warnings: list[str] = []
@@ -77,17 +83,15 @@ def publish(
             raise StrictFailure(input_warnings)
         for message in input_warnings:
             warn(message)
-
-        def edit(published: list[stream.Build]) -> stream.Change:
-            after = published
-            for build in added:
-                after = stream.with_build(after, build)
-            if retain is None:
-                return stream.Change(after)
-            return stream.dropping(after, retain.expired(after, epoch))
-
-        result = stream.apply(
-            out, files, edit, suite, epoch, sign_key, gnupghome, warn, wait, names
+        result = run.apply(
+            out,
+            files,
+            run.Request(add=added, retain=retain),
+            PublishOptions(suite or "", epoch, sign_key, gnupghome),
+            names=names,
+            warn=warn,
+            wait=wait,
+            unsigned=unsigned,
         )
     formats: list[dict[str, Any]] = result["formats"]
     if retain is not None:
@@ -96,7 +100,7 @@ def publish(
     return formats
 
 
-def _build_of(build: Path, files: list[InputFile], epoch: int) -> stream.Build | None:
+def _build_of(build: Path, files: list[InputFile], epoch: int) -> run.Build | None:
     """The build the ``--in`` directory ``build`` (of ``files``) is, when its index.json
     names its version: a setup package's or an index-less directory's files belong to
     no build, and retention never removes them."""
@@ -104,4 +108,4 @@ def _build_of(build: Path, files: list[InputFile], epoch: int) -> stream.Build |
     if not isinstance(index, dict) or not isinstance(index.get("rocm_version"), str):
         return None
     version = f"{index['rocm_version']}-{index.get('release', '1')}"
-    return stream.Build(version, epoch, tuple(sorted(f.name for f in files)))
+    return run.Build(version, epoch, tuple(sorted(f.name for f in files)))

@@ -2,28 +2,25 @@
 
     pool/main/<file>.deb
     dists/<suite>/Release, InRelease, Release.gpg (signed with --sign-key)
-    dists/<suite>/main/binary-<arch>/Packages, Packages.gz, Packages.xz
+    dists/<suite>/main/binary-<arch>/Packages, Packages.gz
     dists/<suite>/main/Contents-<arch>.gz
     dists/<suite>/**/by-hash/SHA256/<sha256>: every index again under its digest
         (Acquire-By-Hash), those of the last --keep-generations publishes kept
 
-Publishing is incremental: packages already in the pool stay, new ones are
-added, and every index is rewritten over the whole pool. What each .deb says
-(its stanza and its paths) is kept in the pool's record with its digests, so
-a second build added to a large repository reads only the new files (and any
-published file whose inode stamp changed, to check it still has its bytes).
-:func:`prepare` reads, checks and signs everything into an :class:`AptUpdate`,
-which then writes.
+What each .deb says (its stanza and its paths) is read once, when it is added, and
+kept in the repository's record (repo/state.py) with the pieces of the indexes it
+makes: a publish writes Packages and Contents from those pieces (repo/pieces.py), so
+adding a build reads only the build's files. Packages.xz is not written: apt reads
+only the first of several xz streams, and compressing the whole index again on every
+publish is the cost the pieces avoid.
 """
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import lzma
 import os
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from pathlib import Path
@@ -31,300 +28,193 @@ from typing import Any
 
 from gfxpack._io import file_digests
 from gfxpack.formats import DEB
-from gfxpack.repo import generations
 from gfxpack.repo.debfile import InvalidDeb, parse_stanzas, read_deb
-from gfxpack.repo.entries import retained
-from gfxpack.repo.inputs import InputFile, RepoError, digest
-from gfxpack.repo.names import CODENAME, DEFAULT, RELEASE_FIELD, check_lifetimes, check_name
+from gfxpack.repo.inputs import RepoError
+from gfxpack.repo.names import COMPONENT, SUITE, check_suite
+from gfxpack.repo.options import PublishOptions
+from gfxpack.repo.pieces import IndexWriter, Written, piece
 from gfxpack.repo.signing import sign
-from gfxpack.repo.transaction import Transaction, check_published, read_record, stamp
-
-COMPONENT = "main"
-
-
-def pool_of(root: Path) -> Path:
-    """Where the apt repository at ``root`` keeps its package files."""
-    return root / "pool" / COMPONENT
-
+from gfxpack.repo.state import PackageEntry, Piece, State
+from gfxpack.repo.transaction import later_mtime, link_or_copy, place
 
 # Where gfxpack kept the stanzas of pool files before pools had records.
 _LEGACY_CACHE = ".gfxpack-apt-cache.json"
 # The fields the repository writes into each stanza, after the control file's.
 POOL_FIELDS = ("Filename", "Size", "MD5sum", "SHA256")
-# dists/<suite> is one directory: a plain name.
-SUITE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 # Where each index is also published under its digest, beside it (apt's by-hash).
 BY_HASH = "by-hash/SHA256"
+# The digests a Release lists of each index.
+ALGORITHMS = ("md5", "sha256")
+TOP_FILES = ("Release", "InRelease", "Release.gpg")
 
-__all__ = ["COMPONENT", "SUITE", "AptUpdate", "RepoError", "check_suite", "prepare"]
-
-
-def check_suite(suite: str) -> None:
-    if not SUITE.match(suite):
-        raise RepoError(
-            f"--suite {suite!r}: expected a plain name such as stable or rocm-8.2 "
-            "(letters, digits and ._+-, no '/')"
-        )
+__all__ = ["COMPONENT", "SUITE", "AptIndexes", "RepoError", "check_suite", "compose"]
 
 
-@dataclass
-class AptUpdate:
-    """What a run writes to an apt repository: computed, checked and signed beforehand."""
-
-    root: Path
-    suite: str
-    added: list[InputFile]
-    record: dict[str, dict[str, Any]]
-    indexes: list[tuple[str, bytes]]
-    release: bytes
-    signatures: dict[str, bytes] = field(default_factory=dict)
-    # The by-hash paths (under dists/<suite>) of each retained generation, oldest first.
-    generations: list[list[str]] = field(default_factory=list)
-
-    @property
-    def pool(self) -> Path:
-        return pool_of(self.root)
-
-    def add_files(self, tx: Transaction) -> None:
-        """Copy the new files into the pool."""
-        for deb in self.added:
-            tx.add_to_pool(deb, self.pool)
-            self.record[deb.name]["stamp"] = stamp(self.pool / deb.name)
-
-    def commit_record(self, tx: Transaction) -> None:
-        """Record the pool (after :meth:`add_files`): its files are published."""
-        tx.record(self.pool, self.record)
-
-    def commit_indexes(self, tx: Transaction) -> None:
-        """Write the indexes (after :meth:`commit_record`): each under its digest first
-        (what apt fetches, by-hash), then under its name, then Release and its
-        signatures; the indexes of generations no longer kept go last."""
-        dist = self.root / "dists" / self.suite
-        for name, data in self.indexes:
-            path = dist / by_hash_path(name, data)
-            # A by-hash name is its bytes: one already there (written by a rename) stays.
-            if not path.is_file():
-                tx.write(path, data)
-        for name, data in self.indexes:
-            tx.write(dist / name, data)
-        tx.write(dist / "Release", self.release)
-        for name in ("InRelease", "Release.gpg"):
-            if name in self.signatures:
-                tx.write(dist / name, self.signatures[name])
-            else:
-                # A signature of an earlier Release would no longer match it.
-                (dist / name).unlink(missing_ok=True)
-        tx.write(dist / generations.RECORD, generations.encode(self.generations))
-        for path in generations.stale(dist, _by_hash_files(dist), self.generations):
-            path.unlink(missing_ok=True)
-
-    def discard(self) -> None:
-        """Nothing is prepared on disk: the indexes are held in memory."""
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "format": DEB.name,
-            "added": [f.name for f in self.added],
-            "packages": len(self.record),
-            "suite": self.suite,
-            "signed": bool(self.signatures),
-        }
+# --- one package ------------------------------------------------------------------------
 
 
-def recover(root: Path) -> None:
-    """What an older gfxpack left in the repository at ``root`` that is no longer used."""
-    (root / _LEGACY_CACHE).unlink(missing_ok=True)
-
-
-def by_hash_path(name: str, data: bytes) -> str:
-    """Where apt fetches index ``name`` (under dists/<suite>) with the bytes ``data``."""
-    directory = name.rpartition("/")[0]
-    sha256 = hashlib.sha256(data).hexdigest()
-    return f"{directory}/{BY_HASH}/{sha256}" if directory else f"{BY_HASH}/{sha256}"
-
-
-def _by_hash_files(dist: Path) -> list[Path]:
-    """Every file in a by-hash directory under ``dist`` (symlinks never followed)."""
-    found = []
-    for directory, _, files in os.walk(dist):
-        if Path(directory).relative_to(dist).as_posix().endswith(BY_HASH):
-            found += [Path(directory) / name for name in files]
-    return found
-
-
-def _released(dist: Path) -> list[str]:
-    """The by-hash paths of the indexes the Release in ``dist`` names (none: no
-    Release, or one without them)."""
-    try:
-        text = (dist / "Release").read_text(errors="replace")
-    except FileNotFoundError:
-        return []
-    stanzas = parse_stanzas(text)
-    paths = []
-    for line in (stanzas[0].get("SHA256", "") if stanzas else "").splitlines():
-        words = line.split()
-        if len(words) == 3 and re.fullmatch(r"[0-9a-f]{64}", words[0]):
-            directory = words[2].rpartition("/")[0]
-            prefix = f"{directory}/" if directory else ""
-            paths.append(f"{prefix}{BY_HASH}/{words[0]}")
-    return paths
-
-
-def _md5(path: Path) -> str:
-    return file_digests(path, "md5")[1][0]
-
-
-def _entry(path: Path, size: int, sha256: str) -> dict[str, Any]:
-    """The record of one .deb: its digests, its Packages stanza and its paths."""
+def read_package(path: Path, name: str, size: int, sha256: str) -> PackageEntry:
+    """The entry of the .deb at ``path`` (published as ``name``): its Packages stanza
+    and its paths."""
     try:
         package = read_deb(str(path))
     except InvalidDeb as e:
         raise RepoError(str(e)) from None
     stanza = {k: v for k, v in package.fields.items() if k not in POOL_FIELDS}
-    md5 = _md5(path)
     stanza |= {
-        "Filename": f"pool/{COMPONENT}/{path.name}",
+        "Filename": f"pool/{COMPONENT}/{name}",
         "Size": str(size),
-        "MD5sum": md5,
+        "MD5sum": file_digests(path, "md5")[1][0],
         "SHA256": sha256,
     }
-    return {"size": size, "sha256": sha256, "stanza": stanza, "paths": package.paths}
+    ident = f"{stanza['Package']} {stanza['Version']} {stanza['Architecture']}"
+    entry = {"stanza": stanza, "paths": package.paths}
+    return PackageEntry(name, DEB.name, size, sha256, ident, stanza["Architecture"], entry)
 
 
-def _published(pool: Path) -> dict[str, dict[str, Any]]:
-    """The record of every .deb in the pool, each checked against its bytes. A pool an
-    older gfxpack wrote has no record: its files are read and recorded as they are."""
-    record = read_record(pool)
-    if record is None:
-        files = sorted(pool.glob("*.deb")) if pool.is_dir() else []
-        return {p.name: _entry(p, *digest(p)) | {"stamp": stamp(p)} for p in files}
-    return {name: check_published(pool, name, entry) for name, entry in record.items()}
-
-
-def prepare(
-    debs: list[InputFile],
-    root: Path,
-    suite: str,
-    epoch: int,
-    sign_key: str | None = None,
-    gnupghome: str | None = None,
-    origin: str = DEFAULT,
-    label: str = DEFAULT,
-    codename: str | None = None,
-    keep_generations: int = generations.DEFAULT_KEEP,
-    valid_for_days: int | None = None,
-    drop: frozenset[str] = frozenset(),
-) -> AptUpdate:
-    """Everything a run adds to the repository at ``root``, checked and signed, with
-    nothing written yet; its Release says ``origin``, ``label`` and ``codename`` (None:
-    the suite), and is valid for ``valid_for_days`` from ``epoch`` (None: no end). The
-    indexes of the last ``keep_generations`` publishes stay fetchable by hash. A
-    published file name with other bytes is an error."""
-    check_suite(suite)
-    check_name("--origin", origin, RELEASE_FIELD)
-    check_name("--label", label, RELEASE_FIELD)
-    if codename is not None:
-        check_name("--codename", codename, CODENAME)
-    check_lifetimes(keep_generations, valid_for_days)
-    pool = pool_of(root)
-    record = retained(_published(pool), drop)  # what a prune or removal keeps
-    added = []
-    for deb in debs:
-        published = record.get(deb.name)
-        if published is None:
-            record[deb.name] = _entry(deb.path, deb.size, deb.sha256)
-            added.append(deb)
-        elif published["sha256"] != deb.sha256:
-            raise RepoError(
-                f"{pool / deb.name} is already published with different contents; "
-                "a published version never changes (raise --release)"
-            )
-    _one_file_per_version(record, pool)
-    indexes = _indexes(record)
-    dist = root / "dists" / suite
-    kept = generations.following(
-        generations.read(dist),
-        _released(dist),
-        [by_hash_path(name, data) for name, data in indexes],
-        keep_generations,
-    )
-    fields = {
-        "Origin": origin,
-        "Label": label,
-        "Suite": suite,
-        "Codename": codename if codename is not None else suite,
-        "Date": formatdate(epoch, usegmt=True),
-    }
-    if valid_for_days is not None:
-        fields["Valid-Until"] = formatdate(epoch + valid_for_days * 86400, usegmt=True)
-    release = _release(fields, indexes).encode()
-    signatures = {}
-    if sign_key:
-        signatures = {
-            "InRelease": sign(release, sign_key, gnupghome, "Release", clear=True),
-            "Release.gpg": sign(release, sign_key, gnupghome, "Release", clear=False),
-        }
-    return AptUpdate(root, suite, added, record, indexes, release, signatures, kept)
-
-
-def _one_file_per_version(record: dict[str, dict[str, Any]], pool: Path) -> None:
-    """A package version is one file: two files for one name, version and arch would
-    leave apt to pick either."""
-    seen: dict[tuple[str, str, str], str] = {}
-    for name in record:  # the published files first, then the new ones
-        stanza = record[name]["stanza"]
-        key = (stanza["Package"], stanza["Version"], stanza["Architecture"])
-        other = seen.setdefault(key, name)
-        if other != name:
-            raise RepoError(
-                f"{name}: {' '.join(key)} is already published as {pool / other}; "
-                "a published version never changes (raise --release)"
-            )
-
-
-def _indexes(record: dict[str, dict[str, Any]]) -> list[tuple[str, bytes]]:
-    """Packages (plain, .gz, .xz) and Contents of every architecture, by name under
-    dists/<suite>."""
+def pieces(entries: Sequence[PackageEntry]) -> dict[str, Piece]:
+    """The pieces ``entries`` add to the indexes: ``Packages/<arch>`` (their stanzas)
+    and ``Contents/<arch>`` (their paths) for each architecture they have."""
     by_arch: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for name in sorted(record):
-        entry = record[name]
-        by_arch[entry["stanza"]["Architecture"]].append(entry)
-    arches = sorted(a for a in by_arch if a != "all")
-    # Packages of arch all are in every binary-<arch> index (what apt before 1.2 reads)
-    # and, when there are others, in binary-all too: the Release lists "all" then.
-    if "all" in by_arch:
-        arches.append("all")
-    indexes: list[tuple[str, bytes]] = []
-    for arch in arches:
-        members = sorted(
-            by_arch[arch] + (by_arch["all"] if arch != "all" else []),
-            key=lambda e: (e["stanza"]["Package"], e["stanza"]["Version"]),
-        )
-        packages = "\n".join(_stanza_text(e["stanza"]) for e in members).encode()
-        base = f"{COMPONENT}/binary-{arch}/Packages"
-        indexes += [
-            (base, packages),
-            (base + ".gz", gzip.compress(packages, 9, mtime=0)),
-            (base + ".xz", lzma.compress(packages, preset=6)),
-        ]
+    for package in entries:
+        by_arch[package.arch].append(package.entry)
+    made = {}
+    for arch, members in sorted(by_arch.items()):
+        members.sort(key=lambda e: (e["stanza"]["Package"], e["stanza"]["Version"]))
+        # Each stanza ends with a blank line, so pieces concatenate into one Packages.
+        text = "".join(_stanza_text(e["stanza"]) + "\n" for e in members)
+        made[f"Packages/{arch}"] = piece(text.encode())
         contents = sorted(
             (path, f"{e['stanza'].get('Section', 'misc')}/{e['stanza']['Package']}")
             for e in members
             for path in e["paths"]
         )
-        text = "".join(f"{path:<60} {owner}\n" for path, owner in contents).encode()
-        indexes.append((f"{COMPONENT}/Contents-{arch}.gz", gzip.compress(text, 9, mtime=0)))
-    return indexes
+        lines = "".join(f"{path:<60} {owner}\n" for path, owner in contents)
+        made[f"Contents/{arch}"] = piece(lines.encode())
+    return made
 
 
 def _stanza_text(stanza: dict[str, str]) -> str:
     return "".join(f"{field}: {value}\n" for field, value in stanza.items())
 
 
-def _release(fields: dict[str, str], indexes: list[tuple[str, bytes]]) -> str:
-    """The Release of ``indexes``: ``fields`` (Origin to Valid-Until) first."""
-    arches = [name.split("/")[1].removeprefix("binary-") for name, _ in indexes]
-    arches = list(dict.fromkeys(a for a in arches if not a.startswith("Contents")))
+# --- the indexes ------------------------------------------------------------------------
+
+
+@dataclass
+class AptIndexes:
+    """A publish's indexes, written under temporary names in ``work`` and signed; then
+    moved in by :meth:`commit`."""
+
+    root: Path
+    suite: str
+    work: Path
+    # (path under dists/<suite>, the file written)
+    files: list[tuple[str, Written]]
+    release: bytes
+    signatures: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def dist(self) -> Path:
+        return self.root / "dists" / self.suite
+
+    @property
+    def paths(self) -> list[str]:
+        """This generation's by-hash paths (under dists/<suite>)."""
+        return sorted(_by_hash_path(name, w.digests.hexdigest("sha256")) for name, w in self.files)
+
+    def on_disk(self) -> list[str]:
+        """The by-hash paths the Release now in place names."""
+        return released(self.dist)
+
+    def commit(self) -> None:
+        """Each index under its digest first (what apt fetches, by-hash), then under its
+        name, then Release and its signatures."""
+        dist = self.dist
+        for name, written in self.files:
+            target = dist / _by_hash_path(name, written.digests.hexdigest("sha256"))
+            # A by-hash name is its bytes: one already there stays.
+            if not target.is_file():
+                link_or_copy(written.path, target)
+        for name, written in self.files:
+            place(written.path, dist / name)
+        # A web server's Last-Modified has whole seconds: a Release replaced within the
+        # second of the last one must not look unmodified to a client that has it.
+        stamp = later_mtime(dist / "InRelease", dist / "Release")
+        for name in TOP_FILES:
+            data = self.release if name == "Release" else self.signatures.get(name)
+            if data is None:
+                # A signature of an earlier Release would no longer match it.
+                (dist / name).unlink(missing_ok=True)
+                continue
+            staged = self.work / name
+            staged.write_bytes(data)
+            os.chmod(staged, 0o644)
+            os.utime(staged, (stamp, stamp))
+            place(staged, dist / name)
+
+    def stale(self, kept: Sequence[tuple[int, list[str]]]) -> list[Path]:
+        """The by-hash files no kept generation names."""
+        from gfxpack.repo.generations import stale
+
+        return stale(self.dist, _by_hash_files(self.dist), kept)
+
+    def summary(self) -> dict[str, Any]:
+        return {"suite": self.suite, "signed": bool(self.signatures)}
+
+
+def compose(state: State, root: Path, options: PublishOptions, work: Path) -> AptIndexes:
+    """Packages, Packages.gz and Contents-<arch>.gz of every live .deb in ``state``, and
+    the Release naming them (signed with ``options.sign_key``), under ``work``."""
+    parts = state.parts(DEB.name)
+    found = {part.split("/", 1)[1] for part in parts}
+    arches = sorted(a for a in found if a != "all")
+    # Packages of arch all are in every binary-<arch> index (what apt before 1.2 reads)
+    # and, when there are others, in binary-all too: the Release lists "all" then.
+    if "all" in found:
+        arches.append("all")
+    segments = state.segments(DEB.name)
+    files: list[tuple[str, Written]] = []
+    for number, arch in enumerate(arches):
+        wanted = [arch] if arch == "all" else [arch, "all"]
+        base = f"{COMPONENT}/binary-{arch}/Packages"
+        plain = IndexWriter(work / f"Packages-{number}", ALGORITHMS, packed=False)
+        packed = IndexWriter(work / f"Packages-{number}.gz", ALGORITHMS, packed=True)
+        contents = IndexWriter(work / f"Contents-{number}.gz", ALGORITHMS, packed=True)
+        for segment in segments:
+            for part in state.pieces(segment, [f"Packages/{a}" for a in wanted]):
+                plain.add(part)
+                packed.add(part)
+            for part in state.pieces(segment, [f"Contents/{a}" for a in wanted]):
+                contents.add(part)
+        files += [
+            (base, plain.close()),
+            (base + ".gz", packed.close()),
+            (f"{COMPONENT}/Contents-{arch}.gz", contents.close()),
+        ]
+    fields = {
+        "Origin": options.names.origin,
+        "Label": options.names.label,
+        "Suite": options.suite,
+        "Codename": options.names.codename or options.suite,
+        "Date": formatdate(options.epoch, usegmt=True),
+    }
+    if options.names.valid_for_days is not None:
+        until = options.epoch + options.names.valid_for_days * 86400
+        fields["Valid-Until"] = formatdate(until, usegmt=True)
+    release = _release(fields, arches, files).encode()
+    signatures = {}
+    if options.sign_key:
+        key, home = options.sign_key, options.gnupghome
+        signatures = {
+            "InRelease": sign(release, key, home, "Release", clear=True),
+            "Release.gpg": sign(release, key, home, "Release", clear=False),
+        }
+    return AptIndexes(root, options.suite, work, files, release, signatures)
+
+
+def _release(fields: dict[str, str], arches: list[str], files: list[tuple[str, Written]]) -> str:
+    """The Release of ``files``: ``fields`` (Origin to Valid-Until) first."""
     lines = [f"{name}: {value}" for name, value in fields.items()]
     lines += [
         f"Architectures: {' '.join(arches)}",
@@ -339,7 +229,43 @@ def _release(fields: dict[str, str], indexes: list[tuple[str, bytes]]) -> str:
         lines.append("No-Support-for-Architecture-all: Packages")
     for title, algorithm in (("MD5Sum", "md5"), ("SHA256", "sha256")):
         lines.append(f"{title}:")
-        for name, data in indexes:
-            digest = hashlib.new(algorithm, data, usedforsecurity=False).hexdigest()
-            lines.append(f" {digest} {len(data):>16} {name}")
+        for name, written in files:
+            digests = written.digests
+            lines.append(f" {digests.hexdigest(algorithm)} {digests.size:>16} {name}")
     return "\n".join(lines) + "\n"
+
+
+def _by_hash_path(name: str, sha256: str) -> str:
+    """Where apt fetches index ``name`` (under dists/<suite>) with that digest."""
+    directory = name.rpartition("/")[0]
+    return f"{directory}/{BY_HASH}/{sha256}" if directory else f"{BY_HASH}/{sha256}"
+
+
+def _by_hash_files(dist: Path) -> list[Path]:
+    """Every file in a by-hash directory under ``dist`` (symlinks never followed)."""
+    found = []
+    for directory, _, names in os.walk(dist):
+        if Path(directory).relative_to(dist).as_posix().endswith(BY_HASH):
+            found += [Path(directory) / name for name in names]
+    return found
+
+
+def released(dist: Path) -> list[str]:
+    """The by-hash paths of the indexes the Release in ``dist`` names (none: no
+    Release, or one without them)."""
+    try:
+        text = (dist / "Release").read_text(errors="replace")
+    except FileNotFoundError:
+        return []
+    stanzas = parse_stanzas(text)
+    paths = []
+    for line in (stanzas[0].get("SHA256", "") if stanzas else "").splitlines():
+        words = line.split()
+        if len(words) == 3 and re.fullmatch(r"[0-9a-f]{64}", words[0]):
+            paths.append(_by_hash_path(words[2], words[0]))
+    return paths
+
+
+def recover(root: Path) -> None:
+    """What an older gfxpack left in the repository at ``root`` that is no longer used."""
+    (root / _LEGACY_CACHE).unlink(missing_ok=True)

@@ -16,35 +16,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gfxpack.formats import DEB, RPM, PackageFormat
-from gfxpack.repo.names import RepositoryNames
+from gfxpack.repo.names import COMPONENT, RepositoryNames
 from gfxpack.repo.trust import RPM_MD_KEY, PublicKey, key_bytes
 
 if TYPE_CHECKING:
-    from gfxpack.repo.inputs import InputFile
-    from gfxpack.repo.transaction import Transaction
+    from gfxpack.repo.options import PublishOptions
+    from gfxpack.repo.state import PackageEntry, Piece, State
 
 
-class RepositoryUpdate(Protocol):
-    """What one run adds to a format's repository, computed and checked before any of it
-    is written; then written in three steps, each for every format before the next."""
+class Indexes(Protocol):
+    """A publish's indexes of one format, written and signed under temporary names."""
 
-    # The pool's record as it will be written: each published file's entry, by name.
-    record: dict[str, dict[str, Any]]
+    @property
+    def paths(self) -> list[str]:
+        """The content-named files of this generation (repo/generations.py)."""
 
-    def add_files(self, tx: Transaction) -> None:
-        """Copy the new files into the pool."""
+    def on_disk(self) -> list[str]:
+        """The content-named files the top file now in place names."""
 
-    def commit_record(self, tx: Transaction) -> None:
-        """Record the pool: its files are published."""
+    def commit(self) -> None:
+        """Move the indexes into place, the top file last."""
 
-    def commit_indexes(self, tx: Transaction) -> None:
-        """Write the indexes package managers read."""
-
-    def discard(self) -> None:
-        """Remove what was prepared and not written (a no-op once written)."""
+    def stale(self, kept: Sequence[tuple[int, list[str]]]) -> list[Path]:
+        """The content-named files no kept generation names."""
 
     def summary(self) -> dict[str, Any]:
-        """What was done, as JSON values."""
+        """What the summary of the publish says of them."""
 
 
 class SetupSource(Protocol):
@@ -65,21 +62,16 @@ class RepositoryBackend(Protocol):
 
     fmt: PackageFormat
 
-    def prepare(
-        self,
-        files: list[InputFile],
-        root: Path,
-        suite: str,
-        epoch: int,
-        sign_key: str | None,
-        gnupghome: str | None,
-        names: RepositoryNames,
-        drop: frozenset[str] = frozenset(),
-    ) -> RepositoryUpdate:
-        """Everything adding ``files`` to the repository at ``root`` writes, checked (and
-        signed), with nothing written yet; its indexes carry ``names`` where the format
-        has a place for them. The published files named in ``drop`` leave the indexes
-        and the record (their pool files are the caller's to remove)."""
+    def read_package(self, path: Path, name: str, size: int, sha256: str) -> PackageEntry:
+        """The entry of the package file at ``path``, published as ``name``."""
+
+    def pieces(self, entries: Sequence[PackageEntry]) -> dict[str, Piece]:
+        """The pieces of the indexes that ``entries`` (added in one run) make."""
+
+    def compose(self, state: State, root: Path, options: PublishOptions, work: Path) -> Indexes:
+        """The indexes of every live package of the format in ``state`` for the
+        repository at ``root``, written under ``work`` and signed; nothing else is
+        written."""
 
     def pool(self, root: Path) -> Path:
         """Where the repository at ``root`` keeps its package files."""
@@ -132,38 +124,23 @@ def _package_url(repo: RepositoryBackend, base: str, package_file: str) -> str:
 class AptRepository:
     fmt: PackageFormat = DEB
 
-    def prepare(
-        self,
-        files: list[InputFile],
-        root: Path,
-        suite: str,
-        epoch: int,
-        sign_key: str | None,
-        gnupghome: str | None,
-        names: RepositoryNames,
-        drop: frozenset[str] = frozenset(),
-    ) -> RepositoryUpdate:
+    def read_package(self, path: Path, name: str, size: int, sha256: str) -> PackageEntry:
         from gfxpack.repo import apt
 
-        return apt.prepare(
-            files,
-            root,
-            suite,
-            epoch,
-            sign_key,
-            gnupghome,
-            names.origin,
-            names.label,
-            names.codename,
-            names.keep_generations,
-            names.valid_for_days,
-            drop=drop,
-        )
+        return apt.read_package(path, name, size, sha256)
+
+    def pieces(self, entries: Sequence[PackageEntry]) -> dict[str, Piece]:
+        from gfxpack.repo import apt
+
+        return apt.pieces(entries)
+
+    def compose(self, state: State, root: Path, options: PublishOptions, work: Path) -> Indexes:
+        from gfxpack.repo import apt
+
+        return apt.compose(state, root, options, work)
 
     def pool(self, root: Path) -> Path:
-        from gfxpack.repo import apt
-
-        return apt.pool_of(root)
+        return root / "pool" / COMPONENT
 
     def recover(self, root: Path, note: Callable[[str], None]) -> None:
         from gfxpack.repo import apt
@@ -219,27 +196,23 @@ class AptRepository:
 class RpmMdRepository:
     fmt: PackageFormat = RPM
 
-    def prepare(
-        self,
-        files: list[InputFile],
-        root: Path,
-        suite: str,
-        epoch: int,
-        sign_key: str | None,
-        gnupghome: str | None,
-        names: RepositoryNames,
-        drop: frozenset[str] = frozenset(),
-    ) -> RepositoryUpdate:
+    def read_package(self, path: Path, name: str, size: int, sha256: str) -> PackageEntry:
         from gfxpack.repo import rpmmd
 
-        return rpmmd.prepare(
-            files, root, epoch, sign_key, gnupghome, names.keep_generations, drop=drop
-        )
+        return rpmmd.read_package(path, name, size, sha256)
+
+    def pieces(self, entries: Sequence[PackageEntry]) -> dict[str, Piece]:
+        from gfxpack.repo import rpmmd
+
+        return rpmmd.pieces(entries)
+
+    def compose(self, state: State, root: Path, options: PublishOptions, work: Path) -> Indexes:
+        from gfxpack.repo import rpmmd
+
+        return rpmmd.compose(state, root, options, work)
 
     def pool(self, root: Path) -> Path:
-        from gfxpack.repo import rpmmd
-
-        return rpmmd.pool_of(root)
+        return root / "Packages"
 
     def recover(self, root: Path, note: Callable[[str], None]) -> None:
         from gfxpack.repo import rpmmd

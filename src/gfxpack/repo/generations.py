@@ -4,68 +4,50 @@ A client reads the top file (apt's InRelease, rpm-md's repomd.xml), then fetches
 files it names. A publish that replaces them must leave the files an earlier top file
 named where they were, or a client that read it a moment before gets a 404. Each
 format writes its indexes under content-derived names (apt's by-hash, rpm-md's digest
-prefixes), so a new publish adds names and never overwrites one; this module keeps
-the list of the names each of the last N publishes wrote, so that the files of older
-generations are removed, and only once the new top file is in place.
+prefixes), so a new publish adds names and never overwrites one; the record
+(repo/state.py) keeps the names each of the last N publishes wrote, numbered, so that
+the files of older generations are removed, and only once the new top file is in
+place. Package files are kept the same way: one that left the indexes at generation
+G is named by generations before G, and goes once none of those is retained.
 
-The list is a JSON file (a list of generations, oldest first, each a sorted list of
-paths relative to the directory it is in). The top file on disk counts as the newest
-generation even when an interrupted run never recorded it.
+The top file on disk counts as the newest generation even when an interrupted run
+never recorded it.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-
-from gfxpack.repo.inputs import RepoError
 
 # How many publishes' indexes stay fetchable unless --keep-generations says otherwise.
 DEFAULT_KEEP = 3
-RECORD = ".gfxpack-generations.json"
 
-
-def read(directory: Path) -> list[list[str]]:
-    """The generations recorded in ``directory``, oldest first (none: an empty list)."""
-    path = directory / RECORD
-    try:
-        value = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError) as e:
-        raise RepoError(
-            f"{path}: unreadable list of index generations ({e}); remove it (the files of "
-            "older generations are then kept until they are no longer named)"
-        ) from None
-    if not isinstance(value, list) or not all(
-        isinstance(g, list) and all(isinstance(p, str) for p in g) for g in value
-    ):
-        raise RepoError(f"{path}: not a list of index generations; remove it")
-    return value
+Generation = tuple[int, list[str]]
 
 
 def following(
-    history: list[list[str]], published: Iterable[str], new: Iterable[str], keep: int
-) -> list[list[str]]:
-    """The last ``keep`` generations once ``new`` is published: ``history`` (as
-    recorded), then ``published`` (what the top file on disk names, when the record
-    missed it), then ``new``."""
-    generations = [sorted(g) for g in history]
-    current = sorted(set(published))
-    if current and (not generations or generations[-1] != current):
-        generations.append(current)
+    recorded: Sequence[Generation], on_disk: Iterable[str], new: Iterable[str], keep: int
+) -> tuple[list[Generation], int]:
+    """The last ``keep`` generations once ``new`` is published, and the number of the
+    generation ``new`` is: ``recorded``, then ``on_disk`` (what the top file names, when
+    the record missed it), then ``new`` (no new generation when it is the newest
+    already: it would push an older one out)."""
+    generations = [(number, sorted(paths)) for number, paths in recorded]
+
+    def push(paths: list[str]) -> None:
+        number = generations[-1][0] + 1 if generations else 1
+        generations.append((number, paths))
+
+    current = sorted(set(on_disk))
+    if current and (not generations or generations[-1][1] != current):
+        push(current)
     fresh = sorted(set(new))
-    if not generations or generations[-1] != fresh:  # a publish that changed nothing
-        generations.append(fresh)  # is no new generation: it would push an old one out
-    return generations[-keep:]
+    if not generations or generations[-1][1] != fresh:
+        push(fresh)
+    return generations[-keep:], generations[-1][0]
 
 
-def encode(generations: list[list[str]]) -> bytes:
-    return json.dumps(generations, indent=0).encode()
-
-
-def stale(directory: Path, candidates: Iterable[Path], generations: list[list[str]]) -> list[Path]:
-    """Of the files ``candidates`` (under ``directory``), those no generation names."""
-    kept = {path for generation in generations for path in generation}
-    return sorted(p for p in candidates if p.relative_to(directory).as_posix() not in kept)
+def stale(directory: Path, candidates: Iterable[Path], kept: Sequence[Generation]) -> list[Path]:
+    """Of the files ``candidates`` (under ``directory``), those no kept generation names."""
+    named = {path for _, paths in kept for path in paths}
+    return sorted(p for p in candidates if p.relative_to(directory).as_posix() not in named)

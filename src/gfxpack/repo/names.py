@@ -24,6 +24,19 @@ from gfxpack.repo.generations import DEFAULT_KEEP
 from gfxpack.repo.inputs import RepoError
 from gfxpack.text_fields import TextKind, shown
 
+# apt's one component, and what dists/<suite> may be called: one plain directory name.
+COMPONENT = "main"
+SUITE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
+
+
+def check_suite(suite: str) -> None:
+    if not SUITE.match(suite):
+        raise RepoError(
+            f"--suite {suite!r}: expected a plain name such as stable or rocm-8.2 "
+            "(letters, digits and ._+-, no '/')"
+        )
+
+
 # What every name is unless an option says otherwise.
 DEFAULT = "gfxpack"
 # A Release field is one line of a deb822 paragraph; apt's pin expressions
@@ -104,7 +117,9 @@ def check_lifetimes(keep_generations: int, valid_for_days: int | None) -> None:
             "(1 keeps only the newest indexes)"
         )
     if valid_for_days is not None and valid_for_days < 1:
-        raise RepoError(f"--valid-for {valid_for_days}: expected a number of days, 1 or more")
+        raise RepoError(
+            f"--valid-for {valid_for_days}: expected a number of days, 1 or more (0: no end)"
+        )
 
 
 # What a repository is called when no option names it.

@@ -1,217 +1,186 @@
-"""An rpm-md repository (what dnf, yum and zypper read), made with createrepo_c's bindings.
+"""An rpm-md repository (what dnf, yum and zypper read).
 
     Packages/<file>.rpm
     repodata/repomd.xml, repomd.xml.asc (signed with --sign-key) and repomd.xml.key
              (the signing key, armored), <sha256>-primary.xml.gz, -filelists.xml.gz,
              -other.xml.gz
 
-Incremental like the apt side: packages already published stay (checked against
-the pool's record first); the metadata is regenerated over every package
-(createrepo_c reads only RPM headers, fast enough not to need a cache). The new
-repodata is made and signed in a temporary directory by :func:`prepare`; then
-:meth:`RpmUpdate.commit_indexes` moves its digest-named files into repodata/ (new
-names: nothing a client may be reading is replaced), then the key, the signature and
-repomd.xml last, and only then removes the files of generations older than the last
---keep-generations (as ``createrepo_c --retain-old-md``): a client that read an
-earlier repomd.xml still finds every file it names.
-zypper and dnf look for ``repomd.xml.key`` when a repomd.xml is signed by a key they
-were not given (zypper offers to import it; ``--gpg-auto-import-keys`` accepts it).
+Each .rpm is read once, by createrepo_c, when it is added: its primary, filelists and
+other XML snippets are kept in the repository's record (repo/state.py) as pieces, so a
+publish writes each XML file from the pieces of every run (repo/pieces.py) between a
+header that counts the packages and a footer, each its own gzip member. The files go
+into repodata/ under their digest names (new names: nothing a client may be reading is
+replaced), then the key, the signature and repomd.xml last; the files of generations
+older than the last --keep-generations go after (as ``createrepo_c --retain-old-md``):
+a client that read an earlier repomd.xml still finds every file it names. zypper and
+dnf look for ``repomd.xml.key`` when a repomd.xml is signed by a key they were not
+given (zypper offers to import it; ``--gpg-auto-import-keys`` accepts it).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import createrepo_c as cr
 
-from gfxpack._io import DIRECTORY_MODE, FILE_MODE
+from gfxpack._io import FILE_MODE
 from gfxpack.formats import RPM
-from gfxpack.repo import generations
-from gfxpack.repo.entries import RpmEntry, new_rpm_entry, retained, rpm_entries
-from gfxpack.repo.inputs import InputFile, RepoError, digest
-from gfxpack.repo.names import check_lifetimes
+from gfxpack.repo.inputs import RepoError
+from gfxpack.repo.options import PublishOptions
+from gfxpack.repo.pieces import IndexWriter, Written, piece
 from gfxpack.repo.rpmfile import InvalidRpm, read_rpm
 from gfxpack.repo.signing import sign
-from gfxpack.repo.transaction import (
-    Transaction,
-    check_published,
-    make_dirs,
-    read_record,
-    stamp,
-)
+from gfxpack.repo.state import PackageEntry, Piece, State
+from gfxpack.repo.transaction import later_mtime, place
 from gfxpack.repo.trust import RPM_MD_KEY, export_armored_key
 
 KINDS = ("primary", "filelists", "other")
 REPOMD = "repomd.xml"
 SIGNATURE = "repomd.xml.asc"
 KEY = Path(RPM_MD_KEY).name
+TOP_FILES = (KEY, SIGNATURE, REPOMD)
+# Each XML file's text around its packages, as createrepo_c writes it.
+_XMLNS = 'xmlns="http://linux.duke.edu/metadata'
+_HEADERS = {
+    "primary": f'<metadata {_XMLNS}/common" xmlns:rpm="http://linux.duke.edu/metadata/rpm"',
+    "filelists": f'<filelists {_XMLNS}/filelists"',
+    "other": f'<otherdata {_XMLNS}/other"',
+}
+_FOOTERS = {"primary": "</metadata>", "filelists": "</filelists>", "other": "</otherdata>"}
 
 
-def pool_of(root: Path) -> Path:
-    """Where the rpm-md repository at ``root`` keeps its package files."""
-    return root / "Packages"
+def _header(kind: str, count: int) -> bytes:
+    element = _HEADERS[kind]
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n{element} packages="{count}">\n'.encode()
+
+
+# --- one package ------------------------------------------------------------------------
+
+
+def read_package(path: Path, name: str, size: int, sha256: str) -> PackageEntry:
+    """The entry of the .rpm at ``path`` (published as ``name``): its NEVRA and its
+    primary, filelists and other snippets, as createrepo_c writes them."""
+    try:
+        package = read_rpm(str(path), f"Packages/{name}")
+    except InvalidRpm as e:
+        raise RepoError(str(e)) from None
+    entry = {
+        "primary": cr.xml_dump_primary(package),
+        "filelists": cr.xml_dump_filelists(package),
+        "other": cr.xml_dump_other(package),
+    }
+    nevra = str(package.nevra())
+    return PackageEntry(name, RPM.name, size, sha256, nevra, str(package.arch), entry)
+
+
+def pieces(entries: Sequence[PackageEntry]) -> dict[str, Piece]:
+    """The pieces ``entries`` add to primary, filelists and other, by file name."""
+    ordered = sorted(entries, key=lambda e: e.name)
+    return {kind: piece("".join(str(e.entry[kind]) for e in ordered).encode()) for kind in KINDS}
+
+
+# --- the indexes ------------------------------------------------------------------------
 
 
 @dataclass
-class RpmUpdate:
-    """What a run writes to an rpm-md repository: new pool files, repodata made beside."""
+class RpmIndexes:
+    """A publish's repodata, written under temporary names in ``work`` and signed; then
+    moved in by :meth:`commit`."""
 
     root: Path
-    added: list[InputFile]
-    record: dict[str, dict[str, Any]]
-    staging: Path
-    signed: bool
-    # The repodata/ file names of each retained generation, oldest first.
-    generations: list[list[str]]
+    work: Path
+    # (the digest-named file in repodata/, the file written)
+    files: list[tuple[str, Written]]
+    repomd: bytes
+    signature: bytes | None
+    key: bytes | None
 
     @property
-    def pool(self) -> Path:
-        return pool_of(self.root)
+    def paths(self) -> list[str]:
+        """This generation's repodata/ file names."""
+        return sorted(name for name, _ in self.files)
 
-    def add_files(self, tx: Transaction) -> None:
-        """Copy the new files into the pool."""
-        for rpm in self.added:
-            tx.add_to_pool(rpm, self.pool)
-            self.record[rpm.name]["stamp"] = stamp(self.pool / rpm.name)
+    def on_disk(self) -> list[str]:
+        """The repodata/ files the repomd.xml now in place names."""
+        return named(self.root / "repodata")
 
-    def commit_record(self, tx: Transaction) -> None:
-        """Record the pool (after :meth:`add_files`): its files are published."""
-        tx.record(self.pool, self.record)
-
-    def commit_indexes(self, tx: Transaction) -> None:
-        """Move the new repodata in (after :meth:`commit_record`), repomd.xml last; then
-        remove what no retained generation names."""
+    def commit(self) -> None:
+        """The digest-named files first, then the key, the signature and repomd.xml."""
         repodata = self.root / "repodata"
-        make_dirs(repodata)
-        tops = (KEY, SIGNATURE, REPOMD)
-        for path in sorted(self.staging.iterdir()):
-            if path.name not in tops:
-                os.replace(path, repodata / path.name)
-        for name in tops:
-            if (self.staging / name).exists():
-                os.replace(self.staging / name, repodata / name)
-            elif name != REPOMD:
+        for name, written in self.files:
+            if not (repodata / name).is_file():
+                place(written.path, repodata / name)
+        stamp = later_mtime(repodata / REPOMD)
+        for name, data in ((KEY, self.key), (SIGNATURE, self.signature), (REPOMD, self.repomd)):
+            if data is None:
                 # A signature (or its key) of an earlier repomd.xml would not match it.
                 (repodata / name).unlink(missing_ok=True)
-        tx.write(self.root / generations.RECORD, generations.encode(self.generations))
-        named = [p for p in repodata.iterdir() if p.name not in tops]
-        for path in generations.stale(repodata, named, self.generations):
-            if path.is_file() and not path.is_symlink():
-                path.unlink()
+                continue
+            staged = self.work / f"rpm-{name}"
+            staged.write_bytes(data)
+            os.chmod(staged, FILE_MODE)
+            os.utime(staged, (stamp, stamp))
+            place(staged, repodata / name)
 
-    def discard(self) -> None:
-        shutil.rmtree(self.staging, ignore_errors=True)
+    def stale(self, kept: Sequence[tuple[int, list[str]]]) -> list[Path]:
+        """The repodata/ files no kept generation names."""
+        from gfxpack.repo.generations import stale
+
+        repodata = self.root / "repodata"
+        candidates = [
+            p
+            for p in (repodata.iterdir() if repodata.is_dir() else ())
+            if p.name not in TOP_FILES and p.is_file() and not p.is_symlink()
+        ]
+        return stale(repodata, candidates, kept)
 
     def summary(self) -> dict[str, Any]:
-        return {
-            "format": RPM.name,
-            "added": [f.name for f in self.added],
-            "packages": len(self.record),
-            "signed": self.signed,
-        }
+        return {"signed": self.signature is not None}
 
 
-def recover(root: Path, note: Callable[[str], None]) -> None:
-    """Undo what an interrupted run left in the repository at ``root``: repodata an older
-    gfxpack moved aside (it swapped the directory whole) is put back (or, when new
-    repodata made it in, removed) and the repodata a run was making is removed; files
-    it moved into repodata/ before its repomd.xml are removed by the next publish, which
-    keeps only what a retained generation names."""
-    retired = root / ".repodata-old"
-    if retired.is_dir():
-        if (root / "repodata").is_dir():
-            shutil.rmtree(retired)
-        else:
-            os.replace(retired, root / "repodata")
-            note(f"{root / 'repodata'}: put back from an interrupted run")
-    for staging in root.glob(".repodata-*") if root.is_dir() else ():
-        shutil.rmtree(staging)
+def compose(state: State, root: Path, options: PublishOptions, work: Path) -> RpmIndexes:
+    """primary, filelists and other of every live .rpm in ``state`` and their repomd.xml
+    (signed with ``options.sign_key``), under ``work``."""
+    count = state.live_count(RPM.name)
+    segments = state.segments(RPM.name)
+    repomd = cr.Repomd()
+    repomd.set_revision(str(options.epoch))
+    files: list[tuple[str, Written]] = []
+    for kind in KINDS:
+        writer = IndexWriter(work / f"{kind}.xml.gz", ("sha256",), packed=True)
+        writer.add_text(_header(kind, count))
+        for segment in segments:
+            for part in state.pieces(segment, [kind]):
+                writer.add(part)
+        writer.add_text(_FOOTERS[kind].encode())
+        written = writer.close()
+        assert written.plain is not None
+        name = f"{written.digests.hexdigest('sha256')}-{kind}.xml.gz"
+        record = cr.RepomdRecord(kind, None)
+        record.location_href = f"repodata/{name}"
+        record.checksum = written.digests.hexdigest("sha256")
+        record.checksum_type = "sha256"
+        record.checksum_open = written.plain.hexdigest("sha256")
+        record.checksum_open_type = "sha256"
+        record.size = written.digests.size
+        record.size_open = written.plain.size
+        record.timestamp = options.epoch
+        repomd.set_record(record)
+        files.append((name, written))
+    data = str(repomd.xml_dump()).encode("utf-8")
+    signature = key = None
+    if options.sign_key:
+        signature = sign(data, options.sign_key, options.gnupghome, REPOMD, clear=False)
+        key = export_armored_key(options.sign_key, options.gnupghome)
+    return RpmIndexes(root, work, files, data, signature, key)
 
 
-def _package(path: Path, name: str) -> cr.Package:
-    try:
-        return read_rpm(str(path), f"Packages/{name}")
-    except InvalidRpm as e:
-        raise RepoError(str(e)) from None
-
-
-def prepare(
-    rpms: list[InputFile],
-    root: Path,
-    epoch: int,
-    sign_key: str | None = None,
-    gnupghome: str | None = None,
-    keep_generations: int = generations.DEFAULT_KEEP,
-    drop: frozenset[str] = frozenset(),
-) -> RpmUpdate:
-    """Read and check every package, published and new, and make (and sign) the new
-    repodata in ``root/.repodata-XXXX``; nothing else is written. The repodata of the
-    last ``keep_generations`` publishes stays."""
-    check_lifetimes(keep_generations, None)
-    pool = pool_of(root)
-    record = read_record(pool)
-    if record is None:  # a pool an older gfxpack wrote: recorded as it is
-        files = sorted(pool.glob("*.rpm")) if pool.is_dir() else []
-        record = {p.name: {"size": (d := digest(p))[0], "sha256": d[1]} for p in files}
-        record = {name: entry | {"stamp": stamp(pool / name)} for name, entry in record.items()}
-    else:
-        record = {name: check_published(pool, name, entry) for name, entry in record.items()}
-    record = retained(record, drop)
-    packages = rpm_entries(record, pool, _package)
-    added = []
-    for rpm in rpms:
-        published = record.get(rpm.name)
-        if published is None:
-            record[rpm.name] = {"size": rpm.size, "sha256": rpm.sha256}
-            packages[rpm.name] = new_rpm_entry(record[rpm.name], _package(rpm.path, rpm.name))
-            added.append(rpm)
-        elif published["sha256"] != rpm.sha256:
-            raise RepoError(
-                f"{pool / rpm.name} is already published with different contents; "
-                "a published version never changes (raise --release)"
-            )
-    seen: dict[str, str] = {}
-    for name in packages:  # the published files first, then the new ones
-        nevra = packages[name].nevra
-        other = seen.setdefault(nevra, name)
-        if other != name:
-            raise RepoError(
-                f"{name}: {nevra} is already published as {pool / other}; "
-                "a published version never changes (raise --release)"
-            )
-    make_dirs(root)
-    staging = Path(tempfile.mkdtemp(prefix=".repodata-", dir=root))
-    try:
-        repomd = _metadata([packages[name] for name in sorted(packages)], staging, epoch)
-        signed = False
-        if sign_key:
-            signature = sign(repomd, sign_key, gnupghome, "repomd.xml", clear=False)
-            (staging / "repomd.xml.asc").write_bytes(signature)
-            # Made beside the signature, in the repodata swapped in whole (RPM_MD_KEY
-            # is below repodata/).
-            key = export_armored_key(sign_key, gnupghome)
-            (staging / Path(RPM_MD_KEY).relative_to("repodata")).write_bytes(key)
-            signed = True
-        for path in staging.iterdir():
-            path.chmod(FILE_MODE)
-        staging.chmod(DIRECTORY_MODE)
-        new = [p.name for p in staging.iterdir() if p.name not in (REPOMD, SIGNATURE, KEY)]
-        kept = generations.following(
-            generations.read(root), _named(root / "repodata"), new, keep_generations
-        )
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return RpmUpdate(root, added, record, staging, signed, kept)
-
-
-def _named(repodata: Path) -> list[str]:
+def named(repodata: Path) -> list[str]:
     """The repodata/ files the repomd.xml there names (none: there is none)."""
     path = repodata / REPOMD
     if not path.is_file():
@@ -227,28 +196,16 @@ def _named(repodata: Path) -> list[str]:
     ]
 
 
-def _metadata(packages: list[RpmEntry], staging: Path, epoch: int) -> bytes:
-    """primary, filelists and other of ``packages`` and their repomd.xml, in ``staging``."""
-    paths = {kind: staging / f"{kind}.xml.gz" for kind in KINDS}
-    primary = cr.PrimaryXmlFile(str(paths["primary"]))
-    filelists = cr.FilelistsXmlFile(str(paths["filelists"]))
-    other = cr.OtherXmlFile(str(paths["other"]))
-    xmls = (primary, filelists, other)
-    for xml in xmls:
-        xml.set_num_of_pkgs(len(packages))
-    for package in packages:
-        for kind, xml in zip(KINDS, xmls, strict=True):
-            xml.add_chunk(package.chunk(kind))
-    for xml in xmls:
-        xml.close()
-    repomd = cr.Repomd()
-    repomd.set_revision(str(epoch))
-    for kind, path in paths.items():
-        record = cr.RepomdRecord(kind, str(path))
-        record.fill(cr.SHA256)
-        record.rename_file()  # <checksum>-<kind>.xml.gz, as createrepo_c names them
-        record.set_timestamp(epoch)
-        repomd.set_record(record)
-    data = str(repomd.xml_dump()).encode("utf-8")
-    (staging / "repomd.xml").write_bytes(data)
-    return data
+def recover(root: Path, note: Callable[[str], None]) -> None:
+    """Undo what an older gfxpack's interrupted run left in the repository at ``root``:
+    repodata it moved aside (it swapped the directory whole) is put back (or, when new
+    repodata made it in, removed), and the repodata it was making is removed."""
+    retired = root / ".repodata-old"
+    if retired.is_dir():
+        if (root / "repodata").is_dir():
+            shutil.rmtree(retired)
+        else:
+            os.replace(retired, root / "repodata")
+            note(f"{root / 'repodata'}: put back from an interrupted run")
+    for staging in root.glob(".repodata-*") if root.is_dir() else ():
+        shutil.rmtree(staging)

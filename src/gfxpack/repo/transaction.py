@@ -3,15 +3,12 @@
 * **One run at a time**: an exclusive ``flock`` on ``OUT/.gfxpack-repo.lock``; a second
   run waits for the first (and says so) or fails at once, so neither loses the other's
   packages.
-* **Every write is a rename**: files are written under a hidden ``.partial`` name with
-  mode 0644 and renamed into place; directories are made 0755. A failure removes the
-  partial files and the pool files this run added before recording them.
-* **What was published is recorded** per pool (``.gfxpack-pool.json``: size, sha256 and
-  an inode stamp of every pool file). A pool file whose stamp changed is hashed again;
-  bytes that differ from the record are an error, never re-indexed nor re-signed.
-* **Leftovers are recovered** when the next run starts: partial files and temporary
-  repodata directories are removed, a ``repodata`` moved aside is put back, and pool
-  files an interrupted run added but never recorded are removed.
+* **Every write is a rename**: files are written under a hidden name with mode 0644 and
+  renamed into place; directories are made 0755. A failure removes the partial files
+  and the pool files this run added before recording them.
+* **What was published is recorded** (repo/state.py: size, sha256 and an inode stamp of
+  every pool file). A pool file whose stamp changed is hashed again; bytes that differ
+  from the record are an error, never re-indexed nor re-signed.
 """
 
 from __future__ import annotations
@@ -19,21 +16,21 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import shutil
 import stat
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from gfxpack._io import DIRECTORY_MODE, FILE_MODE, atomic_path
-from gfxpack.formats.package_format import FORMATS
 from gfxpack.repo.inputs import InputFile, RepoError, digest
+from gfxpack.repo.state import PackageEntry
 
 LOCK = ".gfxpack-repo.lock"
-RECORD = ".gfxpack-pool.json"
-# What older gfxpack versions kept beside the apt pool; the record replaces it.
+# Where a run stages what it writes before renaming it into place: removed whole when
+# the run ends, and by the next run when it was killed.
+WORK = ".gfxpack-work"
 
 _COPY_CHUNK = 1 << 24
 # What copy_file_range fails with where the kernel cannot copy between these two files.
@@ -121,7 +118,17 @@ class Transaction:
             self._waiting(f"waiting for another gfxpack repo run on {self.out} to finish")
             fcntl.flock(fd, fcntl.LOCK_EX)
         self._lock_fd = fd
+        if self.work.is_dir() and not self.work.is_symlink():
+            shutil.rmtree(self.work)  # what a killed run was writing
+        else:
+            self.work.unlink(missing_ok=True)
+        self.work.mkdir(mode=0o700)
         return self
+
+    @property
+    def work(self) -> Path:
+        """This run's scratch directory, on the repository's file system."""
+        return self.out / WORK
 
     def __exit__(self, kind: object, error: object, trace: object) -> None:
         if error is not None:
@@ -130,18 +137,10 @@ class Transaction:
                 with contextlib.suppress(OSError):
                     path.unlink()
         if self._lock_fd is not None:
+            shutil.rmtree(self.work, ignore_errors=True)
             os.close(self._lock_fd)  # releases the lock
 
     # --- writes ---------------------------------------------------------------------
-
-    def write(self, path: Path, data: bytes) -> None:
-        """``path`` holds ``data``, mode 0644, replaced in one rename."""
-        make_dirs(path.parent)
-        with atomic_path(path) as partial:
-            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-            with os.fdopen(fd, "wb") as file:
-                os.fchmod(fd, FILE_MODE)
-                file.write(data)
 
     def add_to_pool(self, source: InputFile, pool: Path) -> Path:
         """Copy ``source`` into ``pool``, mode 0644 and its mtime kept. A copy, never a
@@ -150,92 +149,82 @@ class Transaction:
         build file changed since it was read is refused, not published."""
         make_dirs(pool)
         target = pool / source.name
-        with atomic_path(target) as partial:
-            _copy(source.path, partial)
-            if digest(partial) != (source.size, source.sha256):
-                raise RepoError(
-                    f"{source.path}: changed while it was being published; nothing was "
-                    "published, run gfxpack repo again"
-                )
-            self._unrecorded.add(target)
-            # Readable by the web server only once its bytes are known to be the right ones.
-            partial.chmod(FILE_MODE)
+        partial = self.work / source.name
+        _copy(source.path, partial)
+        if digest(partial) != (source.size, source.sha256):
+            raise RepoError(
+                f"{source.path}: changed while it was being published; nothing was "
+                "published, run gfxpack repo again"
+            )
+        # Readable by the web server only once its bytes are known to be the right ones.
+        partial.chmod(FILE_MODE)
+        self._unrecorded.add(target)
+        os.replace(partial, target)
         return target
 
-    def record(self, pool: Path, record: dict[str, dict[str, Any]]) -> None:
-        """Write the record of ``pool``: from now on its files are published."""
-        # Sorted by file name; each stanza keeps its field order.
-        ordered = {name: record[name] for name in sorted(record)}
-        self.write(pool / RECORD, json.dumps(ordered).encode())
-        self._unrecorded -= {pool / name for name in record}
+    def forget(self, path: Path) -> None:
+        """``path`` (added by :meth:`add_to_pool`) is recorded: an error no longer removes it."""
+        self._unrecorded.discard(path)
 
 
 # --- what was published --------------------------------------------------------------
 
 
-def read_record(pool: Path) -> dict[str, dict[str, Any]] | None:
-    """The record of ``pool``, or None when there is none (a repository written by an
-    older gfxpack, or a new one)."""
-    path = pool / RECORD
-    try:
-        record = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        raise RepoError(
-            f"{path}: unreadable record of the published files ({e}); "
-            "restore it from a backup of the repository"
-        ) from None
-    if not isinstance(record, dict) or not all(
-        isinstance(v, dict) and isinstance(v.get("sha256"), str) for v in record.values()
-    ):
-        raise RepoError(f"{path}: not a record of published files")
-    return record
-
-
-def check_published(pool: Path, name: str, entry: dict[str, Any]) -> dict[str, Any]:
-    """``entry`` (the record of pool file ``name``) with a fresh stamp, after checking
-    the file's bytes are those recorded when its stamp changed."""
-    path = pool / name
+def check_published(pool: Path, entry: PackageEntry) -> str:
+    """The stamp of the published pool file of ``entry`` now, after checking its bytes
+    are those recorded when its stamp changed."""
+    path = pool / entry.name
     try:
         now = stamp(path)
-        if entry.get("stamp") == now:
-            return entry
+        if entry.stamp == now:
+            return now
         size, sha256 = digest(path)
     except FileNotFoundError:
         raise RepoError(
             f"{path}: published, but gone from the pool; restore it from a backup"
         ) from None
-    if (size, sha256) != (entry.get("size"), entry["sha256"]):
+    if (size, sha256) != (entry.size, entry.sha256):
         raise RepoError(
             f"{path}: its bytes differ from those published (sha256 {sha256}, "
-            f"recorded {entry['sha256']}); a published file never changes: restore it, "
+            f"recorded {entry.sha256}); a published file never changes: restore it, "
             "nothing was re-signed"
         )
-    return {**entry, "stamp": now}
+    return now
 
 
-# --- leftovers of an interrupted run ---------------------------------------------------
+# --- placing files -----------------------------------------------------------------------
 
 
-def recover(roots: list[Path], pools: list[Path], note: Callable[[str], None]) -> None:
-    """Remove the partial files an interrupted run left under ``roots`` (each format's
-    own leftovers are its repository's to recover) and the files it added to ``pools``
-    but never recorded; ``note`` tells."""
-    for directory in roots:
-        for root, _, files in os.walk(directory) if directory.is_dir() else ():
-            for name in files:
-                if name.startswith(".") and name.endswith(".partial"):
-                    os.unlink(os.path.join(root, name))
-    extensions = {fmt.extension for fmt in FORMATS}
-    for pool in pools:
-        record = read_record(pool)
-        if record is None or not pool.is_dir():
-            continue
-        for path in sorted(pool.iterdir()):
-            if path.suffix in extensions and path.name not in record:
-                path.unlink()
-                note(f"{path}: removed, an interrupted run added it but never published it")
+def place(staged: Path, target: Path) -> None:
+    """Rename the complete file ``staged`` onto ``target`` (its directories made)."""
+    make_dirs(target.parent)
+    os.replace(staged, target)
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    """A second name ``target`` for the complete file ``source``: a hard link, or where
+    the file system has none a copy renamed into place. Either way ``target`` appears
+    whole or not at all."""
+    make_dirs(target.parent)
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.EXDEV, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        with atomic_path(target) as partial:
+            shutil.copyfile(source, partial)
+            partial.chmod(FILE_MODE)
+
+
+def later_mtime(*paths: Path) -> float:
+    """A modification time for files replacing ``paths``: now, or a second past the
+    newest of them when that is not earlier (an HTTP Last-Modified has whole seconds,
+    so a file replaced within the same second would look unchanged to a client)."""
+    now = time.time()
+    newest = max((p.stat().st_mtime for p in paths if p.exists()), default=0.0)
+    return max(now, float(int(newest)) + 1.0)
 
 
 @contextlib.contextmanager
