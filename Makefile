@@ -126,6 +126,7 @@ bench: $(STAMP)
 	$(PY) bench/dask_build.py
 	$(PY) bench/release_scale.py
 	$(PY) bench/stream_scale.py
+	$(PY) bench/stream_year.py
 
 # Split Debian's librocsparse0 and librocrand1 end to end (downloads ~100 MB with
 # apt-get download; not part of make test), then the jax ROCm wheels from PyPI (split,

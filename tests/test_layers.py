@@ -4,7 +4,9 @@ and no import of another module's private name.
 The graph is read from the source with ``ast``, so every import counts: at module
 level, inside functions, and under ``if TYPE_CHECKING:`` (an import only the type
 checker runs is still a dependency a reader has to follow). The layers are the ones
-DESIGN.md draws ("Layers"); :data:`LAYERS` below is their one machine-readable copy.
+docs/explanation/how-it-works.md draws ("Layers", which says where they refine
+DESIGN.md's first sketch); :data:`LAYERS` below is their one machine-readable copy,
+and a test keeps the drawing equal to it.
 """
 
 from __future__ import annotations
@@ -245,7 +247,7 @@ def test_no_upward_import() -> None:
         for dst, line in out.items()
         if layer_of(dst) < layer_of(src) and (src, dst) not in KNOWN
     ]
-    assert not upward, "upward imports (layers as in DESIGN.md, top = 0):\n" + "\n".join(upward)
+    assert not upward, "upward imports (layers as drawn, top = 0):\n" + "\n".join(upward)
 
 
 def test_no_private_name_is_imported_from_another_module() -> None:
@@ -275,3 +277,30 @@ def test_every_known_exception_is_still_needed() -> None:
     edges = graph()
     stale = [f"{src} -> {dst}" for src, dst in KNOWN if dst not in edges.get(src, {})]
     assert not stale, "gone, remove from KNOWN: " + ", ".join(stale)
+
+
+DRAWING = SRC.parent / "docs" / "explanation" / "how-it-works.md"
+
+
+def test_the_drawing_in_the_docs_is_the_table() -> None:
+    """Each module of LAYERS is named in the docs' drawing, on a line no earlier than
+    the modules of the layers above it and no later than those below: a layer added,
+    moved or renamed here is drawn there too."""
+    text = DRAWING.read_text(encoding="utf-8")
+    block = text.split("## Layers", 1)[1].split("```", 2)[1]
+    lines = [
+        {word.rstrip("/") for word in line.split()[:12] if word.rstrip("/").isidentifier()}
+        for line in block.splitlines()
+    ]
+    previous = -1
+    for layer in LAYERS:
+        found = []
+        for entry in layer:
+            short = entry.removeprefix(f"{PACKAGE}.")
+            if short in (PACKAGE, "__main__"):
+                continue  # the package itself and python -m gfxpack: not drawn
+            where = [n for n, words in enumerate(lines) if short in words]
+            assert where, f"{short} (layer {layer}) is not in the drawing in {DRAWING}"
+            found.append(where[0])
+        assert found and min(found) >= previous, f"{layer} is drawn above the layer before it"
+        previous = max(found)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import stat
 import struct
 from pathlib import Path
 
@@ -109,6 +110,7 @@ def test_pack_round_trip_lints_loads_and_matches_its_archives(built, tmp_path):
         assert (out / relative).read_bytes() == (AUTHORED / relative).read_bytes()
     assert not (out / "pointwise" / "pointwise_add.kdp.json").exists()
     assert not list(tmp_path.glob(".*partial*"))
+    assert stat.S_IMODE(out.stat().st_mode) == 0o755  # not the scratch directory's 0700
 
 
 def test_the_loader_names_the_kernel_whose_archive_byte_is_corrupted(built, tmp_path):

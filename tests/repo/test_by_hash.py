@@ -7,6 +7,7 @@ Architectures."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import time
 from email.utils import parsedate_to_datetime
@@ -91,6 +92,27 @@ def test_apt_fetches_by_hash_after_every_publish_and_with_an_earlier_release(tmp
     assert not any((dist / path).exists() for path in gone)
     on_disk = {p.relative_to(dist).as_posix() for p in dist.rglob("by-hash/SHA256/*")}
     assert on_disk == set().union(*(_by_hash(r) for r in releases[-keep:]))
+
+
+def test_a_release_replaced_within_its_second_is_fetched_again(tmp_path):
+    """A web server says a file is unchanged when its mtime is not after the client's
+    If-Modified-Since, in whole seconds: a Release replaced within the second of the
+    one a client holds (here: one dated 2 s ahead, as a fast publisher's can be) must
+    still reach the client, so each top file is given a later mtime than the last."""
+    out = tmp_path / "repo"
+    publish(_build(tmp_path, "8.0.0"), out, "stable", EPOCH)
+    ahead = time.time() + 2
+    for name in ("Release", "InRelease", "Release.gpg"):
+        if (out / "apt/dists/stable" / name).exists():
+            os.utime(out / "apt/dists/stable" / name, (ahead, ahead))
+    with serve(out) as url:
+        apt = _apt(tmp_path / "apt", url)
+        apt.run("update")
+        assert apt.simulate("tool")["tool"][2] == "8.0.0-1"
+        publish(_build(tmp_path, "8.1.0"), out, "stable", EPOCH + 1)
+        assert (out / "apt/dists/stable/Release").stat().st_mtime >= int(ahead) + 1
+        apt.run("update")
+        assert apt.simulate("tool")["tool"][2] == "8.1.0-1"
 
 
 def test_release_fields_from_the_options(tmp_path):

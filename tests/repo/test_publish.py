@@ -27,7 +27,8 @@ def test_release_lists_every_index_with_its_size_and_digests(example_release, tm
     dist = tmp_path / "r/apt/dists/rocm"
     release = parse_stanzas((dist / "Release").read_text())[0]
     assert release["Suite"] == "rocm" and release["Architectures"] == "amd64"
-    for field, algorithm in (("MD5Sum", "md5"), ("SHA256", "sha256")):
+    assert "MD5Sum" not in release  # SHA256 only (repo/apt.py)
+    for field, algorithm in (("SHA256", "sha256"),):
         listed = [line.split() for line in release[field].splitlines() if line.strip()]
         assert {name for _, _, name in listed} == {
             "main/binary-amd64/Packages",

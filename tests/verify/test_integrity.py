@@ -166,7 +166,7 @@ def test_deep_finds_a_package_file_changed_after_publishing(signed, tmp_path, fm
             "'../../../etc/passwd' is not a path here",
             id="outside",
         ),
-        pytest.param(lambda text: text.split("MD5Sum:")[0], "lists no index", id="no-sha256"),
+        pytest.param(lambda text: text.split("SHA256:")[0], "lists no index", id="no-sha256"),
     ],
 )
 def test_a_malformed_release_is_one_error(tmp_path, edit, expected):

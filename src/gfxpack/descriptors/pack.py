@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gfxpack._io import replace_directory
+from gfxpack._io import DIRECTORY_MODE, replace_directory
 from gfxpack.descriptors.code_object_sources import CodeObjectFiles, CodeObjects
 from gfxpack.descriptors.diagnostics import Diagnostic, Diagnostics, Level
 from gfxpack.descriptors.jsonc import JsoncError, loads
@@ -189,6 +189,7 @@ def pack(
         result = _write(staging, out, listed, group, authored, targets, code_objects, compression)
         loaded = _check(staging, out, Path(authored_dir), result, registry)
         result.engines = sorted(s.name for s in loaded.sets)
+        os.chmod(staging, DIRECTORY_MODE)  # mkdtemp's 0700: the tree is for everyone to read
         try:
             replace_directory(staging, out, replace)
         except FileExistsError:  # made while the tree was written

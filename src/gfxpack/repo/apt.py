@@ -43,8 +43,9 @@ _LEGACY_CACHE = ".gfxpack-apt-cache.json"
 POOL_FIELDS = ("Filename", "Size", "MD5sum", "SHA256")
 # Where each index is also published under its digest, beside it (apt's by-hash).
 BY_HASH = "by-hash/SHA256"
-# The digests a Release lists of each index.
-ALGORITHMS = ("md5", "sha256")
+# The digest a Release lists of each index: SHA256 alone (apt has not trusted MD5Sum
+# alone for years, and hashing every index twice is a cost in the repository's size).
+ALGORITHMS = ("sha256",)
 TOP_FILES = ("Release", "InRelease", "Release.gpg")
 
 __all__ = ["COMPONENT", "SUITE", "AptIndexes", "RepoError", "check_suite", "compose"]
@@ -227,11 +228,10 @@ def _release(fields: dict[str, str], arches: list[str], files: list[tuple[str, W
     if len(arches) > 1 and "all" in arches:
         # binary-<arch> has the arch-all packages too (apt need not fetch binary-all).
         lines.append("No-Support-for-Architecture-all: Packages")
-    for title, algorithm in (("MD5Sum", "md5"), ("SHA256", "sha256")):
-        lines.append(f"{title}:")
-        for name, written in files:
-            digests = written.digests
-            lines.append(f" {digests.hexdigest(algorithm)} {digests.size:>16} {name}")
+    lines.append("SHA256:")
+    for name, written in files:
+        digests = written.digests
+        lines.append(f" {digests.hexdigest('sha256')} {digests.size:>16} {name}")
     return "\n".join(lines) + "\n"
 
 

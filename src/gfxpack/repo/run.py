@@ -140,11 +140,14 @@ def apply(
         # What apt and dnf read changes only now, each format's top file last.
         for fmt in written:
             indexes[fmt].commit()
+        # What no kept generation names goes, then the record says so in one commit: a
+        # run killed in between leaves rows the next run finds gone, and removes again.
+        result["deleted_files"] = _collect(roots, indexes, kept_generations, state)
         with state.transaction():
             for fmt in written:
                 state.set_generations(fmt.name, kept_generations[fmt])
             state.set_settings({f"stale:{fmt.name}": None for fmt in written})
-        result["deleted_files"] = _collect(state, roots, indexes, kept_generations)
+            state.forget_files(result["deleted_files"])
         result["formats"] = [
             {
                 "format": fmt.name,
@@ -338,27 +341,23 @@ def _record_changes(
 
 
 def _collect(
-    state: State,
     roots: dict[PackageFormat, Path],
     indexes: dict[PackageFormat, Indexes],
     kept: dict[PackageFormat, list[tuple[int, list[str]]]],
+    state: State,
 ) -> list[str]:
     """Remove what no kept generation names: older indexes, and the pool files of
     packages that left the indexes before the oldest kept generation. The pool files
-    removed."""
+    removed (their rows are the caller's to forget)."""
     deleted = []
     for fmt, made in indexes.items():
         for path in made.stale(kept[fmt]):
             path.unlink(missing_ok=True)
         oldest = kept[fmt][0][0] if kept[fmt] else 0
         pool = backend(fmt).pool(roots[fmt])
-        names = state.retired_before(fmt.name, oldest)
-        for name in names:
+        for name in state.retired_before(fmt.name, oldest):
             path = pool / name
             if path.is_file() and not path.is_symlink():
                 path.unlink()
-        if names:
-            with state.transaction():
-                state.forget_files(names)
-        deleted += names
+            deleted.append(name)
     return sorted(deleted)
