@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import os
 import re
 import sqlite3
@@ -293,3 +294,50 @@ def test_a_pruned_file_stays_while_a_kept_index_names_it(builds, tmp_path):
     names = ["amdrocm-base8.2_8.2.2-1_amd64.deb", "amdrocm-base8.2-8.2.2-1.x86_64.rpm"]
     result = remove(repo, [], names, _at(EPOCH + 70 * DAY))
     assert set(result["deleted_files"]) == gone and not gone & _pool(repo)
+
+
+def test_stream_list_shows_the_builds_and_where_they_came_from(builds, tmp_path):
+    nightly, weekly = tmp_path / "nightly", tmp_path / "weekly"
+    _publish_all(builds, nightly)
+    runner = CliRunner()
+    promote = ["stream", "promote", "--from", str(nightly), "--to", str(weekly),
+               "--version", "8.2.1-1", "--from-stream", "nightly"]  # fmt: skip
+    result = runner.invoke(cli, promote, env={"SOURCE_DATE_EPOCH": str(EPOCH + 40 * DAY)})
+    assert result.exit_code == 0, result.output
+    listed = runner.invoke(cli, ["stream", "list", "--repo", str(weekly), "--json"])
+    assert listed.exit_code == 0, listed.output
+    document = json.loads(listed.output)
+    (build,) = document["builds"]
+    assert (build["version"], build["published"]) == ("8.2.1-1", EPOCH + 40 * DAY)
+    assert build["promoted_from"] == {"stream": "nightly", "published": EPOCH + 10 * DAY}
+    assert sorted(build["files"]) == sorted(p for p in _pool(weekly))
+    assert document["suite"] == "stable" and document["packages"]["deb"] > 0
+    text = runner.invoke(cli, ["stream", "list", "--repo", str(nightly)]).output
+    assert text.splitlines()[0].startswith(f"{nightly}: suite stable, ")
+    assert [line.split()[0] for line in text.splitlines()[1:]] == [f"{v}-1" for v in VERSIONS]
+    assert "promoted from nightly" in runner.invoke(cli, ["stream", "list", "--repo",
+                                                          str(weekly)]).output  # fmt: skip
+    missing = runner.invoke(cli, ["stream", "list", "--repo", str(tmp_path / "none")])
+    assert missing.exit_code == 1 and "no repository gfxpack published" in missing.output
+
+
+def test_a_repository_keeps_its_suite_and_names(builds, tmp_path):
+    """What users' machines know a repository by stays from run to run: a prune writes
+    the Release with the Origin and Codename it was published with, and a run that
+    asks for another suite is refused (a repository has one)."""
+    repo = tmp_path / "repo"
+    runner = CliRunner()
+    for version in VERSIONS[:2]:
+        result = runner.invoke(cli, ["repo", "--in", str(builds[version]), "--out", str(repo),
+                                     "--suite", "rocm", "--origin", "AMD ROCm",
+                                     "--codename", "rocm8"])  # fmt: skip
+        assert result.exit_code == 0, result.output
+    result = runner.invoke(cli, ["stream", "prune", "--repo", str(repo), "--retain", "1builds"])
+    assert result.exit_code == 0, result.output
+    release = (repo / "apt/dists/rocm/Release").read_text()
+    assert "Origin: AMD ROCm\n" in release and "Codename: rocm8\n" in release
+    again = runner.invoke(cli, ["repo", "--in", str(builds["8.2.2"]), "--out", str(repo)])
+    assert again.exit_code == 0 and "(suite rocm)" in again.output  # the recorded suite
+    other = runner.invoke(cli, ["repo", "--in", str(builds["8.2.2"]), "--out", str(repo),
+                                "--suite", "stable"])  # fmt: skip
+    assert other.exit_code == 1 and "its apt suite is rocm; a repository has one" in other.output

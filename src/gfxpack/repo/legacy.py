@@ -27,6 +27,11 @@ from gfxpack.repo.transaction import stamp
 POOL_RECORD = ".gfxpack-pool.json"
 BUILDS = ".gfxpack-builds.json"
 GENERATIONS = ".gfxpack-generations.json"
+# What a command that only reads says of a repository not adopted yet.
+NOT_ADOPTED = (
+    "{out}: published by an older gfxpack, whose record the next gfxpack repo or stream "
+    "command that changes the repository makes"
+)
 
 
 def present(out: Path) -> bool:

@@ -83,7 +83,11 @@ def apply(
     ``names`` (None: as recorded) name the repository; a repository signed before is
     not published unsigned unless ``unsigned``. The result: each format's summary, the
     versions and files removed from the indexes, and the pool files deleted."""
-    with os_errors(str(out)), Transaction(out, warn, wait) as tx, record(out, warn) as state:
+    with (
+        os_errors(str(out)),
+        Transaction(out, warn, wait) as tx,
+        record(out, warn, adopt=not dry_run) as state,
+    ):
         options, settings = settle(state, options, names, unsigned)
         roots = {fmt: out / fmt.repo_dir for fmt in FORMATS}
         if not dry_run:
@@ -163,9 +167,12 @@ def apply(
 
 
 @contextmanager
-def record(out: Path, warn: Callable[[str], None]) -> Iterator[State]:
-    """The record of ``out``, made from what an older gfxpack left when there is none."""
+def record(out: Path, warn: Callable[[str], None], adopt: bool = True) -> Iterator[State]:
+    """The record of ``out``, made from what an older gfxpack left when there is none
+    (unless not ``adopt``: then that is an error)."""
     fresh = not (out / DATABASE).exists()
+    if fresh and not adopt and legacy.present(out):
+        raise RepoError(legacy.NOT_ADOPTED.format(out=out))
     with State.open(out) as state:
         try:
             if fresh:

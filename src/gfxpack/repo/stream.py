@@ -56,6 +56,8 @@ def listing(out: Path) -> dict[str, Any]:
     """What the repository at ``out`` holds, as JSON values: its suite, each build (its
     version, date, promotion and files) and the package files of no build."""
     _check_repository(out)
+    if not (out / DATABASE).is_file():
+        raise RepoError(legacy.NOT_ADOPTED.format(out=out))
     with State.open(out, create=False) as state:
         builds = [
             {
