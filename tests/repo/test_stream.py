@@ -123,12 +123,6 @@ def test_prune_by_count_keeps_the_newest(builds, tmp_path):
     assert all("8.2.2-1" in n for n in _pool(repo))
 
 
-def test_prune_by_age_and_stream_names():
-    assert Retention.parse("nightly") == Retention(builds=120)
-    assert Retention.parse("weekly") == Retention(days=364)
-    assert Retention.parse("stable") == Retention()
-
-
 def test_dry_run_changes_nothing(builds, tmp_path):
     repo = tmp_path / "repo"
     _publish_all(builds, repo)

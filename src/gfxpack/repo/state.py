@@ -22,6 +22,9 @@
 Names read back from the database become pool paths only after the same check a
 ``--in`` file name gets (one plain file name), so a damaged record cannot point a
 removal anywhere else.
+
+One module for the record, a little over 500 lines: the schema and every statement
+run against it side by side, so a reader sees all that touches a table in one place.
 """
 
 from __future__ import annotations
@@ -283,8 +286,12 @@ class State:
     def add_files(self, segment: int | None, entries: Iterable[PackageEntry]) -> None:
         """Record ``entries`` as live files of ``segment`` (a retired row of the same
         name comes back to life)."""
+        entries = list(entries)
+        # A retired row of the name goes first; a second live file of one identity is
+        # refused by the unique index, never replaced.
+        self._run_many("DELETE FROM files WHERE name = ?", ((e.name,) for e in entries))
         self._run_many(
-            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+            "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
             (
                 (
                     e.name,
