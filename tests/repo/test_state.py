@@ -85,3 +85,13 @@ def test_live_identities_are_unique_and_a_retired_file_comes_back(tmp_path: Path
         with state.transaction():
             state.set_pieces(segment, {})
         assert state.segments("deb") == []
+
+
+def test_a_record_that_is_a_symlink_is_never_written_through(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere.db"
+    elsewhere.write_bytes(b"")
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / DATABASE).symlink_to(elsewhere)
+    with pytest.raises(RepoError, match="not a regular file; the record is never followed"):
+        State.open(tmp_path / "repo")
+    assert elsewhere.read_bytes() == b""

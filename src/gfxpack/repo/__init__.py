@@ -1,9 +1,9 @@
 """Package repositories from builds' output: apt (repo/apt.py) and rpm-md (repo/rpmmd.py).
 
-A run is one transaction (repo/transaction.py): every input of every ``--in`` is
-checked (repo/inputs.py) and read (repo/debfile.py, repo/rpmfile.py), both
-repositories' new indexes are computed and signed, and only then is anything
-copied into a pool or written, under one lock per repository.
+A run (repo/run.py) holds the repository's lock (repo/transaction.py): every input of
+every ``--in`` is checked (repo/inputs.py) and the new packages read (repo/debfile.py,
+repo/rpmfile.py), both repositories' new indexes are composed and signed, and only
+then is anything a client reads changed; repo/stream.py says in which order.
 """
 
 from __future__ import annotations

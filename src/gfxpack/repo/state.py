@@ -132,6 +132,9 @@ class State:
         """The record of the repository at ``out`` (made empty when ``create`` and there
         is none; RepoError when not ``create`` and there is none)."""
         path = out / DATABASE
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            # SQLite would write through a link: the record is a file of the repository.
+            raise RepoError(f"{path}: not a regular file; the record is never followed out")
         if not create and not path.is_file():
             raise RepoError(f"{out}: no repository gfxpack published is there")
         try:
