@@ -11,7 +11,13 @@ from click.testing import CliRunner, Result
 
 from gfxpack.amdgpu import gfx_target_version
 from gfxpack.cli import cli
-from gfxpack.detect import HSA_CAP_SRAM_EDCSUPPORTED, NODES, detect, read_properties
+from gfxpack.detect import (
+    HSA_CAP_SRAM_EDCSUPPORTED,
+    NODES,
+    DetectError,
+    detect,
+    read_properties,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kfd"  # README.md: which machine, where from
 
@@ -50,6 +56,38 @@ def test_each_machine_names_its_gpus(machine: str, nodes: list[int], target_id: 
         # sramecc+ exactly when the node's capability word has HSA_CAP_SRAM_EDCSUPPORTED.
         sramecc = properties["capability"] & HSA_CAP_SRAM_EDCSUPPORTED
         assert gpu.target_id == decoded(version) + (":sramecc+" if sramecc else "")
+
+
+def machines_in(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if (p / NODES).is_dir()) if root.is_dir() else []
+
+
+def test_every_captured_machine_is_named_from_its_own_numbers() -> None:
+    """Every machine under tests/fixtures/kfd, and under ../shared/fixtures/kfd where
+    real captures can be dropped in as they come (``cat /sys/class/kfd/kfd/topology/
+    nodes/*/properties`` of a machine, one file per node), is read without a rule of its
+    own: each GPU node's target id follows from its gfx_target_version and capability."""
+    from tests.conftest import SHARED
+
+    machines = machines_in(FIXTURES) + machines_in(SHARED / "fixtures" / "kfd")
+    assert len(machines) >= 5
+    for machine in machines:
+        nodes = sorted(int(p.name) for p in (machine / NODES).iterdir())
+        gpu_nodes = [
+            n for n in nodes
+            if read_properties(machine / NODES / str(n) / "properties").get("simd_count", 0)
+        ]  # fmt: skip
+        if not gpu_nodes:
+            with pytest.raises(DetectError, match="no AMD GPU found"):
+                detect(machine)
+            continue
+        gpus = detect(machine)
+        assert [gpu.node for gpu in gpus] == gpu_nodes, machine
+        for gpu in gpus:
+            properties = read_properties(machine / NODES / str(gpu.node) / "properties")
+            sramecc = properties.get("capability", 0) & HSA_CAP_SRAM_EDCSUPPORTED
+            expected = decoded(properties["gfx_target_version"]) + (":sramecc+" if sramecc else "")
+            assert gpu.target_id == expected, machine
 
 
 def test_xnack_is_left_open() -> None:
