@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import re
 import shutil
@@ -31,8 +32,8 @@ import threading
 import time
 from pathlib import Path
 
+import stream_scale  # bench/, beside this script: the nightly's packages
 from gfxpack import trial
-from gfxpack.formats import FORMATS, PackageInfo
 from gfxpack.repo.debfile import parse_stanzas
 from gfxpack.repo.stream import read_builds
 
@@ -43,30 +44,15 @@ Snapshot = frozenset[tuple[str, str]]
 
 
 def nightly(where: Path, day: int, packages: int) -> tuple[Path, str]:
-    """Day ``day``'s nightly build (a gfxpack build directory) and its version."""
-    version = f"8.2.0~nightly{day:03d}"
-    build = where / f"nightly{day:03d}"
-    build.mkdir(parents=True)
+    """Day ``day``'s nightly build (stream_scale's packages, with the index.json that
+    makes them a build of version 8.2.0~nightlyDDD-1) and its version."""
+    build = stream_scale.nightly(where, day, packages)
     listed = []
-    for index in range(packages):
-        for fmt in FORMATS:
-            info = PackageInfo(
-                name=f"amdrocm-lib{index}",
-                version=version,
-                release="1",
-                arch="amd64" if fmt.name == "deb" else "x86_64",
-                summary=f"synthetic library {index}",
-                maintainer="Bench <bench@example.com>",
-                section="libs",
-                priority="optional",
-                mtime=START,
-            )
-            path = build / fmt.filename(info)
-            with open(path, "wb") as file:
-                fmt.write(info, file)
-            data = path.read_bytes()
-            digest = __import__("hashlib").sha256(data).hexdigest()
-            listed.append({"file": path.name, "size": len(data), "sha256": digest})
+    for path in sorted(build.iterdir()):
+        data = path.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        listed.append({"file": path.name, "size": len(data), "sha256": digest})
+    version = f"8.2.0~nightly{day:03d}"
     index = {"rocm_version": version, "release": "1", "files": listed}
     (build / "index.json").write_text(json.dumps(index))
     return build, f"{version}-1"
