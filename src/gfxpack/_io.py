@@ -127,9 +127,14 @@ class HashingWriter:
         return self.hashes[index].hexdigest()
 
 
+def hasher(*algorithms: str) -> HashingWriter:
+    """A HashingWriter that keeps nothing: the size and digests of what it is given."""
+    return HashingWriter(_Discard(), *algorithms)
+
+
 def file_digests(path: str | os.PathLike[str], *algorithms: str) -> tuple[int, list[str]]:
     """Size and hex digests of a file, read once in 1 MiB chunks."""
-    sink = HashingWriter(_Discard(), *algorithms)
+    sink = hasher(*algorithms)
     with open(path, "rb") as file:
         while chunk := file.read(1 << 20):
             sink.write(chunk)

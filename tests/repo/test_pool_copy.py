@@ -144,3 +144,19 @@ def test_a_build_file_swapped_after_it_was_read_is_refused(tmp_path, swap):
         add_to_pool(out, item)
     assert_nothing_published(out)
     assert (planted.stat().st_ino, planted.stat().st_nlink, planted.read_bytes()) == before
+
+
+def test_a_touched_pool_file_is_hashed_once_and_its_new_stamp_kept(tmp_path):
+    """A published file whose stamp changed over the same bytes (touched, copied back
+    from a backup) is hashed when a run publishes it again, and its new stamp recorded:
+    the run after trusts it unhashed."""
+    build = tmp_path / "build"
+    (deb, _) = build_of(build)
+    out = tmp_path / "repo"
+    assert repo("--in", str(build), "--out", str(out)).exit_code == 0
+    pooled = pool_file(out, deb)
+    os.utime(pooled, (1, 1))
+    assert repo("--in", str(build), "--out", str(out)).exit_code == 0
+    with State.open(out, create=False) as state:
+        found = state.file(deb.name)
+    assert found is not None and found[0].stamp == stamp(pooled)

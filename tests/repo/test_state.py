@@ -75,7 +75,7 @@ def test_live_identities_are_unique_and_a_retired_file_comes_back(tmp_path: Path
         with pytest.raises(RepoError), state.transaction():
             state.add_files(segment, [entry("renamed.deb")])  # one version, two files
         with state.transaction():
-            state.retire(["tool_1.0-1_amd64.deb"], {"deb": 4})
+            state.retire(["tool_1.0-1_amd64.deb"], 4)
         assert state.live_owner("deb", "tool 1.0-1 amd64") is None
         assert state.retired_before("deb", 3) == [] and state.retired_before("deb", 4)
         with state.transaction():

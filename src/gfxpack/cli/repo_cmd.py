@@ -179,8 +179,9 @@ def repo_command(
     Safe to rerun and to run twice at once: every input is checked and read
     before anything is published (a file index.json does not vouch for, a
     symlink, a broken package or a bad name is refused), runs on one OUT take
-    turns, a published file whose bytes changed is refused rather than
-    re-signed, and what an interrupted run left is cleaned up by the next.
+    turns, a published file this run publishes again is checked against the
+    bytes it was published with (gfxpack verify --deep checks the whole pool),
+    and what an interrupted run left is cleaned up by the next.
     A directory of .deb/.rpm files without index.json is published with a
     warning.
     """

@@ -35,7 +35,7 @@ from gfxpack.repo.options import PublishOptions
 from gfxpack.repo.pieces import IndexWriter, Written, piece
 from gfxpack.repo.signing import sign
 from gfxpack.repo.state import PackageEntry, Piece, State
-from gfxpack.repo.transaction import later_mtime, link_or_copy, place
+from gfxpack.repo.transaction import later_mtime, link_or_copy, place, place_bytes
 
 # Where gfxpack kept the stanzas of pool files before pools had records.
 _LEGACY_CACHE = ".gfxpack-apt-cache.json"
@@ -122,7 +122,7 @@ class AptIndexes:
     @property
     def paths(self) -> list[str]:
         """This generation's by-hash paths (under dists/<suite>)."""
-        return sorted(_by_hash_path(name, w.digests.hexdigest("sha256")) for name, w in self.files)
+        return sorted(_by_hash_path(name, w.digests.hexdigest()) for name, w in self.files)
 
     def on_disk(self) -> list[str]:
         """The by-hash paths the Release now in place names."""
@@ -133,7 +133,7 @@ class AptIndexes:
         name, then Release and its signatures."""
         dist = self.dist
         for name, written in self.files:
-            target = dist / _by_hash_path(name, written.digests.hexdigest("sha256"))
+            target = dist / _by_hash_path(name, written.digests.hexdigest())
             # A by-hash name is its bytes: one already there stays.
             if not target.is_file():
                 link_or_copy(written.path, target)
@@ -148,11 +148,7 @@ class AptIndexes:
                 # A signature of an earlier Release would no longer match it.
                 (dist / name).unlink(missing_ok=True)
                 continue
-            staged = self.work / name
-            staged.write_bytes(data)
-            os.chmod(staged, 0o644)
-            os.utime(staged, (stamp, stamp))
-            place(staged, dist / name)
+            place_bytes(data, self.work / name, dist / name, stamp)
 
     def stale(self, kept: Sequence[tuple[int, list[str]]]) -> list[Path]:
         """The by-hash files no kept generation names."""
@@ -231,7 +227,7 @@ def _release(fields: dict[str, str], arches: list[str], files: list[tuple[str, W
     lines.append("SHA256:")
     for name, written in files:
         digests = written.digests
-        lines.append(f" {digests.hexdigest('sha256')} {digests.size:>16} {name}")
+        lines.append(f" {digests.hexdigest()} {digests.size:>16} {name}")
     return "\n".join(lines) + "\n"
 
 

@@ -13,13 +13,12 @@ top file (Release, repomd.xml) needs, with one piece in memory at a time.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from gfxpack._io import FILE_MODE
+from gfxpack._io import FILE_MODE, HashingWriter, hasher
 from gfxpack.repo.state import Piece
 
 # gzip's best: a piece is compressed once, whatever the number of publishes after it.
@@ -37,33 +36,13 @@ def packed(text: bytes) -> bytes:
 
 
 @dataclass
-class Digests:
-    """Size and digests of bytes written, computed on the way."""
-
-    algorithms: tuple[str, ...]
-    size: int = 0
-    _hashes: list[hashlib._Hash] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self._hashes = [hashlib.new(a, usedforsecurity=False) for a in self.algorithms]
-
-    def update(self, data: bytes) -> None:
-        self.size += len(data)
-        for one in self._hashes:
-            one.update(data)
-
-    def hexdigest(self, algorithm: str) -> str:
-        return self._hashes[self.algorithms.index(algorithm)].hexdigest()
-
-
-@dataclass
 class Written:
     """An index file written under a temporary name, with its digests (and, when it is
     compressed, those of the text it holds)."""
 
     path: Path
-    digests: Digests
-    plain: Digests | None = None
+    digests: HashingWriter  # its size, and a hexdigest per algorithm in the order given
+    plain: HashingWriter | None = None
 
 
 class IndexWriter:
@@ -77,15 +56,13 @@ class IndexWriter:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         self._file = open(fd, "wb")  # noqa: SIM115
         os.fchmod(self._file.fileno(), FILE_MODE)
-        self.digests = Digests(algorithms)
-        self.plain = Digests(algorithms) if packed else None
+        self.digests = HashingWriter(self._file, *algorithms)
+        self.plain = hasher(*algorithms) if packed else None
 
     def add(self, part: Piece) -> None:
-        data = part.packed if self._packed else part.plain
-        self._file.write(data)
-        self.digests.update(data)
+        self.digests.write(part.packed if self._packed else part.plain)
         if self.plain is not None:
-            self.plain.update(part.plain)
+            self.plain.write(part.plain)
 
     def add_text(self, text: bytes) -> None:
         """Text of the index's own around the pieces (an XML header)."""

@@ -28,7 +28,6 @@ from typing import Any
 
 import createrepo_c as cr
 
-from gfxpack._io import FILE_MODE
 from gfxpack.formats import RPM
 from gfxpack.repo.inputs import RepoError
 from gfxpack.repo.options import PublishOptions
@@ -36,7 +35,7 @@ from gfxpack.repo.pieces import IndexWriter, Written, piece
 from gfxpack.repo.rpmfile import InvalidRpm, read_rpm
 from gfxpack.repo.signing import sign
 from gfxpack.repo.state import PackageEntry, Piece, State
-from gfxpack.repo.transaction import later_mtime, place
+from gfxpack.repo.transaction import later_mtime, place, place_bytes
 from gfxpack.repo.trust import RPM_MD_KEY, export_armored_key
 
 KINDS = ("primary", "filelists", "other")
@@ -121,11 +120,7 @@ class RpmIndexes:
                 # A signature (or its key) of an earlier repomd.xml would not match it.
                 (repodata / name).unlink(missing_ok=True)
                 continue
-            staged = self.work / f"rpm-{name}"
-            staged.write_bytes(data)
-            os.chmod(staged, FILE_MODE)
-            os.utime(staged, (stamp, stamp))
-            place(staged, repodata / name)
+            place_bytes(data, self.work / f"rpm-{name}", repodata / name, stamp)
 
     def stale(self, kept: Sequence[tuple[int, list[str]]]) -> list[Path]:
         """The repodata/ files no kept generation names."""
@@ -160,12 +155,12 @@ def compose(state: State, root: Path, options: PublishOptions, work: Path) -> Rp
         writer.add_text(_FOOTERS[kind].encode())
         written = writer.close()
         assert written.plain is not None
-        name = f"{written.digests.hexdigest('sha256')}-{kind}.xml.gz"
+        name = f"{written.digests.hexdigest()}-{kind}.xml.gz"
         record = cr.RepomdRecord(kind, None)
         record.location_href = f"repodata/{name}"
-        record.checksum = written.digests.hexdigest("sha256")
+        record.checksum = written.digests.hexdigest()
         record.checksum_type = "sha256"
-        record.checksum_open = written.plain.hexdigest("sha256")
+        record.checksum_open = written.plain.hexdigest()
         record.checksum_open_type = "sha256"
         record.size = written.digests.size
         record.size_open = written.plain.size

@@ -93,7 +93,7 @@ def apply(
         if not dry_run:
             _recover(state, roots, warn)
         plan = _plan(state, request, options.epoch, out)
-        adding, revived = _read_inputs(state, files, plan.drop, roots)
+        adding, revived, restamped = _read_inputs(state, files, plan.drop, roots)
         result: dict[str, Any] = {
             "removed_versions": plan.removed_versions,
             "removed_files": sorted(plan.drop),
@@ -103,12 +103,15 @@ def apply(
         if dry_run:
             return result
         touched = {f.format for f in files} | {format_of(n) for n in plan.drop}
+        # A format's indexes are written when this run changes it, or when it has
+        # packages and its indexes are stale (a killed run) or gone.
         written = [
             fmt for fmt in FORMATS
-            if fmt in touched or state.setting(f"stale:{fmt.name}") is not None
-            or not _has_top_file(fmt, roots[fmt], options.suite)
+            if fmt in touched or (state.live_count(fmt.name) and (
+                state.setting(f"stale:{fmt.name}") is not None
+                or not _has_top_file(fmt, roots[fmt], options.suite)
+            ))
         ]  # fmt: skip
-        written = [fmt for fmt in written if fmt in touched or state.live_count(fmt.name)]
         with state.transaction():
             for fmt in FORMATS:
                 state.set_pending(fmt.name, [item.name for item, _ in adding[fmt]])
@@ -116,6 +119,7 @@ def apply(
         kept_generations: dict[PackageFormat, list[tuple[int, list[str]]]] = {}
         with state.transaction():
             state.set_settings(settings)
+            state.set_stamps(restamped)
             added: dict[PackageFormat, list[PackageEntry]] = {}
             for fmt in FORMATS:
                 pool = backend(fmt).pool(roots[fmt])
@@ -204,9 +208,9 @@ def _recover(state: State, roots: dict[PackageFormat, Path], warn: Callable[[str
         backend(fmt).recover(roots[fmt], warn)
     pending = state.pending()
     for fmt_name, name in pending:
-        found = state.file(name)
-        if found is None:
-            path = backend(format_named(fmt_name)).pool(roots[format_named(fmt_name)]) / name
+        if state.file(name) is None:
+            fmt = format_named(fmt_name)
+            path = backend(fmt).pool(roots[fmt]) / name
             if path.is_file() and not path.is_symlink():
                 path.unlink()
                 warn(f"{path}: removed, an interrupted run added it but never published it")
@@ -273,12 +277,14 @@ def _read_inputs(
 ) -> tuple[
     dict[PackageFormat, list[tuple[InputFile, PackageEntry]]],
     dict[PackageFormat, list[PackageEntry]],
+    list[tuple[str, str]],
 ]:
     """Read and check the files this run publishes: per format, the new ones (with their
-    entries) and those that left the indexes and come back; those already published
-    need nothing."""
+    entries) and those that left the indexes and come back; of those published already,
+    (name, stamp) where the stamp changed over the same bytes."""
     adding: dict[PackageFormat, list[tuple[InputFile, PackageEntry]]] = {f: [] for f in FORMATS}
     revived: dict[PackageFormat, list[PackageEntry]] = {f: [] for f in FORMATS}
+    restamped: list[tuple[str, str]] = []
     idents: dict[tuple[str, str], str] = {}
     for item in files:
         fmt = item.format
@@ -293,8 +299,11 @@ def _read_inputs(
             )
         if found is not None and found[1] is None:
             # Published already: its pool file is checked (hashed when its stamp
-            # changed), as every file a run touches, never the whole pool.
-            check_published(pool, found[0])
+            # changed), as every file a run touches, never the whole pool; a new stamp
+            # for the same bytes is recorded, so the next run need not hash it again.
+            now = check_published(pool, found[0])
+            if now != found[0].stamp:
+                restamped.append((item.name, now))
             continue
         if found is not None:  # retired, its pool file kept: it comes back as it was
             entry = found[0].with_stamp(check_published(pool, found[0]))
@@ -311,7 +320,7 @@ def _read_inputs(
                 f"{pool / (owner or other)}; a published version never changes "
                 "(raise --release)"
             )
-    return adding, revived
+    return adding, revived, restamped
 
 
 def _record_changes(
@@ -333,8 +342,7 @@ def _record_changes(
     if request.remove_packages:
         state.drop_build_files(request.remove_packages)
     by_segment = state.segments_of(plan.drop)
-    for fmt in FORMATS:
-        state.retire([n for n in plan.drop if format_of(n) is fmt], {fmt.name: _RETIRING})
+    state.retire(plan.drop, _RETIRING)
     for segment, names in sorted(by_segment.items()):
         entries = state.segment_entries(segment)
         pieces = backend(format_of(names[0])).pieces(entries) if entries else {}

@@ -264,15 +264,14 @@ class State:
             )
         ]
 
-    def segment_entries(self, segment: int, without: Iterable[str] = ()) -> list[PackageEntry]:
-        """The live files of ``segment``, less those named in ``without``, by name."""
-        dropped = set(without)
+    def segment_entries(self, segment: int) -> list[PackageEntry]:
+        """The live files of ``segment``, by name."""
         rows = self._rows(
             "SELECT name, format, size, sha256, ident, arch, entry, stamp, retired FROM files "
             "WHERE segment = ? AND retired IS NULL ORDER BY name",
             (segment,),
         )
-        return [self._entry(r) for r in rows if r[0] not in dropped]
+        return [self._entry(r) for r in rows]
 
     def segments_of(self, names: Iterable[str]) -> dict[int, list[str]]:
         """segment -> the live files among ``names`` it holds."""
@@ -311,14 +310,13 @@ class State:
             ),
         )
 
-    def retire(self, names: Iterable[str], generations: dict[str, int]) -> None:
-        """The live files ``names`` leave the indexes: retired at the generation of their
-        format that is next written (``generations``: format -> that number)."""
-        for fmt, number in generations.items():
-            self._run_many(
-                "UPDATE files SET retired = ? WHERE name = ? AND format = ? AND retired IS NULL",
-                ((number, name, fmt) for name in names),
-            )
+    def retire(self, names: Iterable[str], generation: int) -> None:
+        """The live files ``names`` leave the indexes: retired at ``generation``, the
+        first of their format's that does not name them."""
+        self._run_many(
+            "UPDATE files SET retired = ? WHERE name = ? AND retired IS NULL",
+            ((generation, name) for name in names),
+        )
 
     def number_retired(self, fmt: str, placeholder: int, number: int) -> None:
         """Files of ``fmt`` retired at ``placeholder`` are retired at ``number``."""
@@ -453,16 +451,13 @@ class State:
             self._run("DELETE FROM build_files WHERE build = ?", (build,))
             self._run("DELETE FROM builds WHERE id = ?", (build,))
 
-    def drop_build_files(self, names: Iterable[str]) -> list[str]:
-        """Forget ``names`` in every build; the versions of builds left with no file are
-        removed and returned."""
+    def drop_build_files(self, names: Iterable[str]) -> None:
+        """Forget ``names`` in every build; builds left with no file are removed."""
         self._run_many("DELETE FROM build_files WHERE name = ?", ((n,) for n in names))
         emptied = self._rows(
-            "SELECT id, version FROM builds WHERE id NOT IN (SELECT build FROM build_files) "
-            "ORDER BY id"
+            "SELECT id FROM builds WHERE id NOT IN (SELECT build FROM build_files)"
         )
         self.drop_builds(int(r[0]) for r in emptied)
-        return [str(r[1]) for r in emptied]
 
     # -- index generations ---------------------------------------------------------
 

@@ -41,15 +41,19 @@ from gfxpack.repo.state import DATABASE, State
 from gfxpack.repo.transaction import Transaction, check_published, os_errors
 
 
+def _builds(state: State) -> list[Build]:
+    return [
+        Build(row.version, row.published, tuple(state.build_files(row.id)), row.promoted_from)
+        for row in state.builds()
+    ]
+
+
 def read_builds(out: Path) -> list[Build]:
     """The builds published into ``out``, oldest first; none when it has none."""
     if not (out / DATABASE).is_file():
         return []
     with State.open(out, create=False) as state:
-        return [
-            Build(row.version, row.published, tuple(state.build_files(row.id)), row.promoted_from)
-            for row in state.builds()
-        ]
+        return _builds(state)
 
 
 def listing(out: Path) -> dict[str, Any]:
@@ -59,24 +63,17 @@ def listing(out: Path) -> dict[str, Any]:
     if not (out / DATABASE).is_file():
         raise RepoError(legacy.NOT_ADOPTED.format(out=out))
     with State.open(out, create=False) as state:
-        builds = [
-            {
-                **Build(
-                    r.version, r.published, tuple(state.build_files(r.id)), r.promoted_from
-                ).as_json(),
-            }
-            for r in state.builds()
-        ]
+        builds = _builds(state)
         counts = {fmt.name: state.live_count(fmt.name) for fmt in FORMATS}
         suite = state.setting("suite")
         signed = state.setting("signed_by")
-        in_builds = {name for b in builds for name in b["files"]}
+        in_builds = {name for b in builds for name in b.files}
         loose = sorted(
             name for fmt in FORMATS for name, *_ in state.live_stamps(fmt.name)
             if name not in in_builds
         )  # fmt: skip
-    return {"suite": suite, "signed_by": signed, "packages": counts, "builds": builds,
-            "unversioned": loose}  # fmt: skip
+    return {"suite": suite, "signed_by": signed, "packages": counts,
+            "builds": [b.as_json() for b in builds], "unversioned": loose}  # fmt: skip
 
 
 # --- the operations ---------------------------------------------------------------------

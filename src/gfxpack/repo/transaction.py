@@ -201,6 +201,15 @@ def place(staged: Path, target: Path) -> None:
     os.replace(staged, target)
 
 
+def place_bytes(data: bytes, staged: Path, target: Path, mtime: float) -> None:
+    """``target`` holds ``data``, mode 0644 and modification time ``mtime``, written at
+    the new path ``staged`` (on the same file system) and renamed into place."""
+    staged.write_bytes(data)
+    os.chmod(staged, FILE_MODE)
+    os.utime(staged, (mtime, mtime))
+    place(staged, target)
+
+
 def link_or_copy(source: Path, target: Path) -> None:
     """A second name ``target`` for the complete file ``source``: a hard link, or where
     the file system has none a copy renamed into place. Either way ``target`` appears
