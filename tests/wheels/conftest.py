@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import struct
 import sys
 import zipfile
 from pathlib import Path
@@ -83,3 +84,20 @@ def fat_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("wheel")
     members = demo_members(build.two_files.read_bytes(), build.one_file.read_bytes())
     return make_wheel(root / WHEEL_NAME, members)
+
+
+def central_entry(data: bytes, name: str) -> int:
+    """Where the central directory entry of ``name`` starts in the zip ``data``."""
+    at = 0
+    while (at := data.find(b"PK\x01\x02", at)) >= 0:
+        name_length = struct.unpack_from("<H", data, at + 28)[0]
+        if data[at + 46 : at + 46 + name_length] == name.encode():
+            return at
+        at += 4
+    raise AssertionError(f"{name} is not in the zip")
+
+
+def declare(data: bytes, name: str, size: int) -> bytes:
+    """The zip ``data`` with the central directory declaring ``size`` bytes for ``name``."""
+    at = central_entry(data, name) + 24  # uncompressed size
+    return data[:at] + struct.pack("<I", size) + data[at + 4 :]

@@ -9,8 +9,11 @@ import html.parser
 import json
 import os
 import posixpath
+import re
+import shutil
 import subprocess
 import sys
+import sysconfig
 import threading
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
@@ -20,6 +23,11 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 from click.testing import CliRunner, Result
+from installer import install
+from installer.destinations import SchemeDictionaryDestination
+from installer.sources import WheelFile
+from tests.conftest import tmpfs
+from tests.wheels.conftest import declare
 
 from gfxpack.cli import cli
 from gfxpack.wheels.index import JSON_TYPE
@@ -42,10 +50,12 @@ def make_wheel(
     files: dict[str, bytes],
     metadata: Sequence[str] = (),
     platform: str = PLATFORM,
+    component: str = "",
 ) -> Path:
     """A wheel as the binary distribution format has it: members, then the .dist-info
-    with METADATA, WHEEL and a RECORD of urlsafe-base64 sha256 hashes."""
-    component = name.replace("-", "_")
+    with METADATA, WHEEL and a RECORD of urlsafe-base64 sha256 hashes. ``component``
+    spells the name in the file name (default: the name, "-" as "_")."""
+    component = component or name.replace("-", "_")
     dist_info = f"{component}-{version}.dist-info"
     meta = "\n".join(
         [
@@ -107,8 +117,8 @@ def wheels(tmp_path: Path) -> Path:
     return directory
 
 
-def index(wheels: Path, out: Path) -> Result:
-    return CliRunner().invoke(cli, ["index", "--wheels", str(wheels), "--out", str(out)])
+def index(wheels: Path, out: Path, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["index", "--wheels", str(wheels), "--out", str(out), *args])
 
 
 class Anchors(html.parser.HTMLParser):
@@ -366,7 +376,7 @@ def test_two_distributions_installing_one_path(wheels: Path, tmp_path: Path) -> 
     assert_refused(
         index(wheels, tmp_path / "site"),
         tmp_path,
-        [f"{HOST} and {other.name} both install demo/libdemo.so"],
+        [f"{HOST} and {other.name} both install lib/python*/site-packages/demo/libdemo.so"],
     )
 
 
@@ -398,8 +408,284 @@ def test_an_existing_index_is_kept_unless_forced(wheels: Path, tmp_path: Path) -
         f"error: {out}: already exists; give --force to replace it"
     ]
     assert (out / "mine").read_text() == "kept"
-    forced = CliRunner().invoke(
-        cli, ["index", "--wheels", str(wheels), "--out", str(out), "--force"]
-    )
+    # --force replaces an earlier index only: this directory is someone's.
+    forced = index(wheels, out, "--force")
+    assert forced.exit_code == 1
+    assert forced.output.splitlines() == [
+        f"error: {out}: not an index gfxpack wrote (mine); --force replaces only an earlier index"
+    ]
+    assert sorted(p.name for p in out.iterdir()) == ["mine"]
+    assert (out / "mine").read_text() == "kept"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".site.")]
+    (out / "mine").unlink()
+    out.rmdir()
+    assert index(wheels, out).exit_code == 0
+    (wheels / "demo_device_gfx942-1.0-py3-none-linux_x86_64.whl").unlink()
+    (wheels / "demo_device_gfx1100-1.0-py3-none-linux_x86_64.whl").unlink()
+    make_wheel(wheels, "solo", "3.0", {"solo.py": b""})
+    (wheels / HOST).unlink()
+    forced = index(wheels, out, "--force")
     assert forced.exit_code == 0, forced.output
-    assert sorted(p.name for p in out.iterdir()) == ["files", "simple"]
+    assert sorted(p.name for p in (out / "simple").iterdir()) == [
+        "index.html",
+        "index.json",
+        "solo",
+    ]
+
+
+@pytest.mark.parametrize(
+    "planted",
+    ["notes.txt", "simple/demo/notes.txt", "files/notes.txt", "simple/notes.txt", "other/"],
+)
+def test_force_keeps_an_earlier_index_with_anything_else_in_it(
+    wheels: Path, tmp_path: Path, planted: str
+) -> None:
+    out = tmp_path / "site"
+    assert index(wheels, out).exit_code == 0
+    target = out / planted
+    if planted.endswith("/"):
+        target.mkdir()
+    else:
+        target.write_text("mine")
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    forced = index(wheels, out, "--force")
+    assert forced.exit_code == 1
+    assert forced.output.splitlines() == [
+        f"error: {out}: not an index gfxpack wrote ({planted.rstrip('/')}); "
+        "--force replaces only an earlier index"
+    ]
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+
+
+# --- every scheme where installers put it -----------------------------------------------
+
+
+def install_with_installer(wheel: Path, prefix: Path) -> dict[str, str]:
+    """Install ``wheel`` into ``prefix`` with PyPA's reference installer, the venv layout
+    of this Python: the referee of where each scheme lands. Its scheme paths."""
+    paths = sysconfig.get_paths("venv", vars={"base": str(prefix), "platbase": str(prefix)})
+    schemes = {name: paths[name] for name in ("purelib", "platlib", "scripts", "data")}
+    schemes["headers"] = str(prefix / "include" / "site" / "demo")
+    with WheelFile.open(wheel) as source:
+        install(source, SchemeDictionaryDestination(schemes, sys.executable, "posix"), {})
+    return schemes
+
+
+def test_a_data_file_in_site_packages_clashes_with_another_distributions_module(
+    wheels: Path, tmp_path: Path
+) -> None:
+    """A ``data`` file lands at the environment's prefix: under lib/python*/site-packages
+    it replaces another distribution's module, as the reference installer shows."""
+    python = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    evil = make_wheel(
+        wheels, "evil", "2.0",
+        {f"evil-2.0.data/data/lib/{python}/site-packages/demo/__init__.py": b"import os\n"},
+    )  # fmt: skip
+    schemes = install_with_installer(evil, tmp_path / "prefix")
+    assert (Path(schemes["purelib"]) / "demo" / "__init__.py").read_bytes() == b"import os\n"
+    shutil.rmtree(tmp_path / "prefix")
+    assert_refused(
+        index(wheels, tmp_path / "site"),
+        tmp_path,
+        [f"{HOST} and {evil.name} both install lib/python*/site-packages/demo/__init__.py"],
+    )
+
+
+def test_a_data_file_in_bin_clashes_with_another_distributions_script(
+    wheels: Path, tmp_path: Path
+) -> None:
+    tool = make_wheel(wheels, "tool", "1.0", {"tool-1.0.data/scripts/demo-run": b"#!/bin/sh\n"})
+    other = make_wheel(wheels, "other", "1.0", {"other-1.0.data/data/bin/demo-run": b"rm\n"})
+    assert_refused(
+        index(wheels, tmp_path / "site"),
+        tmp_path,
+        [f"{other.name} and {tool.name} both install bin/demo-run"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("member", "problem"),
+    [
+        (
+            "odd-1.0.data/purelib2/odd.py",
+            "installs into the scheme 'purelib2'; installers know purelib, platlib, "
+            "scripts, headers, data",
+        ),
+        ("odd-1.0.data/platlib", "installs into the scheme 'platlib'; installers know "
+         "purelib, platlib, scripts, headers, data"),
+        (
+            "other-9.data/purelib/odd.py",
+            "a .data directory that is not the wheel's own (odd-1.0.data); "
+            "installers disagree where it goes",
+        ),
+    ],
+)  # fmt: skip
+def test_a_scheme_installers_do_not_know_is_refused(
+    wheels: Path, tmp_path: Path, member: str, problem: str
+) -> None:
+    odd = make_wheel(wheels, "odd", "1.0", {member: b"x = 1\n"})
+    assert_refused(
+        index(wheels, tmp_path / "site"), tmp_path, [f"{odd.name}: member {member!r}: {problem}"]
+    )
+
+
+# --- one file per distribution, version, build and tag ----------------------------------------
+
+
+def test_twin_spellings_of_one_wheel_are_refused(wheels: Path, tmp_path: Path) -> None:
+    first = make_wheel(wheels, "Foo_Bar", "1.0", {"foo_bar/a.py": b"a = 1\n"})
+    second = make_wheel(
+        wheels, "foo.bar", "1.0.0", {"foo_bar/b.py": b"b = 2\n"}, component="foo.bar"
+    )
+    assert (first.name, second.name) == (
+        "Foo_Bar-1.0-py3-none-linux_x86_64.whl",
+        "foo.bar-1.0.0-py3-none-linux_x86_64.whl",
+    )
+    assert_refused(
+        index(wheels, tmp_path / "site"),
+        tmp_path,
+        [
+            f"{first.name} and {second.name} are both foo-bar 1.0 for py3-none-{PLATFORM}; "
+            "an installer would pick either"
+        ],
+    )
+
+
+def test_one_distribution_for_other_tags_or_builds_is_published(
+    wheels: Path, tmp_path: Path
+) -> None:
+    built = make_wheel(wheels, "solo", "1.0", {"solo/a.py": b""})
+    built.rename(wheels / "solo-1.0-1-py3-none-linux_x86_64.whl")
+    make_wheel(wheels, "solo", "1.0", {"solo/a.py": b""})
+    make_wheel(wheels, "solo", "1.0", {"solo/a.py": b""}, platform="linux_aarch64")
+    result = index(wheels, tmp_path / "site")
+    assert result.exit_code == 0, result.output
+    assert len(json.loads((tmp_path / "site/simple/solo/index.json").read_text())["files"]) == 3
+
+
+@pytest.mark.parametrize("tag", ["linux_x86_64+x", "linux_x86_64%2F", "any'", "linux_x86_64 "])
+def test_a_tag_with_characters_outside_the_wheel_spec_is_refused(
+    wheels: Path, tmp_path: Path, tag: str
+) -> None:
+    odd = make_wheel(wheels, "odd", "1.0", {"odd.py": b""}, platform=tag)
+    assert_refused(
+        index(wheels, tmp_path / "site"),
+        tmp_path,
+        [
+            f"{odd.name}: the tag {tag!r} holds characters outside the wheel spec's "
+            "(letters, digits and '_'; '.' between tags)"
+        ],
+    )
+
+
+def test_a_metadata_naming_another_distribution_or_version_is_refused(
+    wheels: Path, tmp_path: Path
+) -> None:
+    liar = make_wheel(wheels, "liar", "1.0", {"liar.py": b""})
+    liar.rename(wheels / "honest-1.0-py3-none-linux_x86_64.whl")
+    assert_refused(
+        index(wheels, tmp_path / "site"),
+        tmp_path,
+        [
+            "honest-1.0-py3-none-linux_x86_64.whl: METADATA says liar 1.0, the file name "
+            "honest 1.0; they must agree"
+        ],
+    )
+
+
+# --- every URL percent-encoded ---------------------------------------------------------------
+
+LOCAL = "1.0+rocm7.2"
+
+
+def test_a_local_version_is_percent_encoded_and_pip_installs_it(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    host_wheel(wheels, LOCAL)
+    for arch in ARCHES:
+        device_wheel(wheels, arch, LOCAL)
+    out = tmp_path / "site"
+    assert index(wheels, out).exit_code == 0
+    encoded = "demo-1.0%2Brocm7.2-py3-none-linux_x86_64.whl"
+    page = json.loads((out / "simple" / "demo" / "index.json").read_text())
+    [entry] = page["files"]
+    assert entry["url"] == f"../../files/{encoded}"
+    assert entry["filename"] == f"demo-{LOCAL}-py3-none-linux_x86_64.whl"
+    [link] = anchors(out / "simple" / "demo" / "index.html")
+    assert link["href"] == f"../../files/{encoded}#sha256={entry['hashes']['sha256']}"
+    # Every URL of every page: unreserved characters and %XX escapes only.
+    urls = [a["href"] or "" for p in out.rglob("index.html") for a in anchors(p)]
+    urls += [
+        f["url"]
+        for p in out.rglob("index.json")
+        for f in json.loads(p.read_text()).get("files", [])
+    ]
+    assert len(urls) == 2 * 3 + 3
+    assert all(re.fullmatch(r"(?:[A-Za-z0-9._~/#=-]|%[0-9A-F]{2})+", url) for url in urls), urls
+    # pip follows the encoded URLs to the files and installs the host and one arch.
+    server = Server(out, negotiate=True)
+    threading.Thread(target=server.httpd.serve_forever, daemon=True).start()
+    try:
+        venv = tmp_path / "venv"
+        python = fresh_venv(venv)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-cache-dir",
+             "--disable-pip-version-check", "--index-url", server.url, "demo[device-gfx942]"],
+            check=True, env=CLIENT_ENV, capture_output=True,
+        )  # fmt: skip
+    finally:
+        server.httpd.shutdown()
+        server.httpd.server_close()
+    assert installed(venv) == {
+        "dists": [f"demo-{LOCAL}.dist-info", f"demo_device_gfx942-{LOCAL}.dist-info"],
+        "kpacks": ["demo_gfx942.kpack"],
+    }
+    assert server.wheels_served() == [
+        f"demo-{LOCAL}-py3-none-linux_x86_64.whl",
+        f"demo_device_gfx942-{LOCAL}-py3-none-linux_x86_64.whl",
+    ]
+
+
+# --- bounded unpacking ------------------------------------------------------------------------
+
+
+def test_max_unpacked_size_is_the_bound_of_every_wheel(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    big = make_wheel(wheels, "big", "1.0", {"big/data.bin": os.urandom(1000)})
+    assert_refused(
+        index(wheels, tmp_path / "site", "--max-unpacked-size", "512"),
+        tmp_path,
+        [f"{big}: member 'big/data.bin': declares 1,000 bytes; the wheel may unpack to 512"],
+    )
+    assert index(wheels, tmp_path / "site", "--max-unpacked-size", "2K").exit_code == 0
+
+
+def test_a_member_declaring_a_huge_ratio_is_refused_before_any_read(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    bomb = make_wheel(wheels, "bomb", "1.0", {"bomb/zeros.bin": bytes(1000)})
+    bomb.write_bytes(declare(bomb.read_bytes(), "bomb/zeros.bin", 1 << 30))
+    info = zipfile.ZipFile(bomb).getinfo("bomb/zeros.bin")
+    assert (info.file_size, info.compress_size) == (1 << 30, 1000)  # stored: 1000 bytes
+    assert_refused(
+        index(wheels, tmp_path / "site"),
+        tmp_path,
+        [
+            f"{bomb}: member 'bomb/zeros.bin': declares 1,073,741,824 bytes from 1,000 "
+            "compressed, more than 1100 times as many; no real member expands so much"
+        ],
+    )
+
+
+def test_a_full_out_is_one_line_naming_it(wheels: Path, tmp_path: Path) -> None:
+    """Out of room copying the wheels: the index's place is named, not a wheel."""
+    make_wheel(wheels, "noise", "1.0", {"noise.bin": os.urandom(256 << 10)})
+    with tmpfs(tmp_path / "full", "size=64k") as full:
+        out = full / "site"
+        result = index(wheels, out)
+        assert result.exit_code == 1
+        assert result.output.splitlines() == [
+            f"error: {out}: cannot write the index: No space left on device"
+        ]
+        assert list(full.iterdir()) == []

@@ -22,6 +22,7 @@ from installer.destinations import SchemeDictionaryDestination
 from installer.sources import WheelFile
 from packaging.metadata import Metadata
 from packaging.utils import parse_wheel_filename
+from tests.conftest import tmpfs
 from tests.fatbin.test_split_hostile import plant, untouched
 from tests.wheels.conftest import (
     ARCHES,
@@ -338,3 +339,43 @@ def test_join_refuses_a_forged_split_record(split_dir, tmp_path, key, forged, pr
     assert not os.path.lexists(out)
     assert untouched(planted)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "forged"]
+
+
+# --- a full or read-only OUT: one line naming OUT, nothing left ----------------------------
+
+
+def _assert_out_refused(result: Result, out: Path, message: str) -> None:
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines() == [f"error: {message}"]
+    assert list(out.parent.iterdir()) == []
+
+
+# From too small to unpack the wheel, through the tree split (or join) in the scratch
+# directory, to writing the wheels, to enough: the demo wheel needs about 250 KiB.
+SIZES = range(8, 320, 24)
+
+
+@pytest.mark.parametrize("command", ["split", "join"])
+def test_a_full_out_at_every_stage_is_one_line_naming_it(fat_wheel, split_dir, tmp_path, command):
+    """Wherever the room runs out, the one error names OUT (never the scratch
+    directory the write happened in) and nothing is left; with room, it is written."""
+    source = fat_wheel if command == "split" else split_dir
+    outcomes = []
+    for size in SIZES:
+        with tmpfs(tmp_path / f"full-{size}", f"size={size}k") as full:
+            out = full / "out"
+            result = run(command, str(source), "--out", str(out))
+            outcomes.append(result.exit_code)
+            if result.exit_code == 0:
+                assert len(list(out.iterdir())) == (4 if command == "split" else 1)
+            else:
+                _assert_out_refused(result, out, f"{out}: cannot write: No space left on device")
+    assert 0 in outcomes and 1 in outcomes and outcomes == sorted(outcomes, reverse=True)
+
+
+def test_split_and_join_into_a_read_only_out_are_one_line_naming_it(fat_wheel, split_dir, tmp_path):
+    with tmpfs(tmp_path / "ro", "ro,size=64k") as read_only:
+        out = read_only / "out"
+        refused = f"{out}: cannot write in {read_only}: Read-only file system"
+        _assert_out_refused(run("split", str(fat_wheel), "--out", str(out)), out, refused)
+        _assert_out_refused(run("join", str(split_dir), "--out", str(out)), out, refused)

@@ -11,8 +11,18 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from tests.conftest import tmpfs
 from tests.fatbin.test_split_hostile import plant, untouched
-from tests.wheels.conftest import DIST_INFO, METADATA, NAME, WHEEL, WHEEL_NAME, make_wheel
+from tests.wheels.conftest import (
+    DIST_INFO,
+    METADATA,
+    NAME,
+    WHEEL,
+    WHEEL_NAME,
+    central_entry,
+    declare,
+    make_wheel,
+)
 
 from gfxpack.cli import cli
 
@@ -78,27 +88,10 @@ def test_a_symlink_member_is_refused(tmp_path):
     assert untouched(planted)
 
 
-def _central_entry(data: bytes, name: str) -> int:
-    """Where the central directory entry of ``name`` starts in the zip ``data``."""
-    at = 0
-    while (at := data.find(b"PK\x01\x02", at)) >= 0:
-        name_length = struct.unpack_from("<H", data, at + 28)[0]
-        if data[at + 46 : at + 46 + name_length] == name.encode():
-            return at
-        at += 4
-    raise AssertionError(f"{name} is not in the zip")
-
-
 def _set_mode(data: bytes, name: str, mode: int) -> bytes:
     """The zip ``data`` with the central directory entry of ``name`` given Unix ``mode``."""
-    at = _central_entry(data, name) + 38  # external attributes
+    at = central_entry(data, name) + 38  # external attributes
     return data[:at] + struct.pack("<I", mode << 16) + data[at + 4 :]
-
-
-def _declare(data: bytes, name: str, size: int) -> bytes:
-    """The zip ``data`` with the central directory declaring ``size`` bytes for ``name``."""
-    at = _central_entry(data, name) + 24  # uncompressed size
-    return data[:at] + struct.pack("<I", size) + data[at + 4 :]
 
 
 def test_a_member_unlike_its_record_line_is_refused(tmp_path):
@@ -183,7 +176,7 @@ def test_a_zip_bomb_declaring_little_is_read_no_further(tmp_path):
     directory that declares 10 bytes: zipfile stops at the declared size and the
     CRC check refuses it."""
     wheel = _with(tmp_path, (f"{NAME}/bomb.bin", 0o644, b"\0" * (16 << 20)))
-    wheel.write_bytes(_declare(wheel.read_bytes(), f"{NAME}/bomb.bin", 10))
+    wheel.write_bytes(declare(wheel.read_bytes(), f"{NAME}/bomb.bin", 10))
     assert zipfile.ZipFile(wheel).getinfo(f"{NAME}/bomb.bin").file_size == 10
     out = tmp_path / "out"
     result = split(wheel, out)
@@ -228,7 +221,7 @@ def test_force_replaces_no_directory_that_holds_more_than_wheels(tmp_path):
 def test_a_dist_info_file_declaring_more_than_fits_in_memory_is_refused(tmp_path):
     (tmp_path / "in").mkdir()
     wheel = make_wheel(tmp_path / "in" / WHEEL_NAME, GOOD)
-    wheel.write_bytes(_declare(wheel.read_bytes(), f"{DIST_INFO}/RECORD", 3 << 30))
+    wheel.write_bytes(declare(wheel.read_bytes(), f"{DIST_INFO}/RECORD", 3 << 30))
     out = tmp_path / "out"
     assert_refused(
         split(wheel, out),
@@ -236,3 +229,57 @@ def test_a_dist_info_file_declaring_more_than_fits_in_memory_is_refused(tmp_path
         f"{wheel}: member '{DIST_INFO}/RECORD': declares 3,221,225,472 bytes; "
         "a .dist-info file may hold 67,108,864",
     )
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ("Name: other\nVersion: 1.2.0", "other 1.2.0"),
+        ("Name: hipdemo\nVersion: 1.3", "hipdemo 1.3"),
+    ],
+)
+def test_a_metadata_naming_another_distribution_or_version_is_refused(tmp_path, fields, says):
+    """Extras built from either name would require device wheels split never wrote."""
+    (tmp_path / "in").mkdir()
+    metadata = f"Metadata-Version: 2.1\n{fields}\nSummary: s\n".encode()
+    members = [(n, m, metadata if n.endswith("/METADATA") else d) for n, m, d in GOOD]
+    wheel = make_wheel(tmp_path / "in" / WHEEL_NAME, members)
+    out = tmp_path / "out"
+    assert_refused(
+        split(wheel, out),
+        out,
+        f"{wheel}: METADATA says {says}, the file name hipdemo 1.2.0; they must agree",
+    )
+
+
+def test_a_member_declaring_a_huge_ratio_is_refused_before_any_read(tmp_path):
+    wheel = _with(tmp_path, (f"{NAME}/zeros.bin", 0o644, bytes(100_000)))
+    compressed = zipfile.ZipFile(wheel).getinfo(f"{NAME}/zeros.bin").compress_size
+    wheel.write_bytes(declare(wheel.read_bytes(), f"{NAME}/zeros.bin", 1 << 31))
+    out = tmp_path / "out"
+    assert_refused(
+        split(wheel, out),
+        out,
+        f"{wheel}: member '{NAME}/zeros.bin': declares 2,147,483,648 bytes from "
+        f"{compressed:,} compressed, more than 1100 times as many; no real member expands so much",
+    )
+
+
+# --- a full or read-only OUT -----------------------------------------------------------------
+
+
+def test_a_full_out_is_one_line_naming_it_and_leaves_nothing(tmp_path):
+    wheel = _with(tmp_path, (f"{NAME}/noise.bin", 0o644, os.urandom(256 << 10)))
+    with tmpfs(tmp_path / "full", "size=64k") as full:
+        out = full / "out"
+        assert_refused(split(wheel, out), out, f"{out}: cannot write: No space left on device")
+        assert list(full.iterdir()) == []
+
+
+def test_a_read_only_out_is_one_line_naming_it(tmp_path):
+    wheel = _with(tmp_path, (f"{NAME}/core.py", 0o644, b"x = 1\n"))
+    with tmpfs(tmp_path / "ro", "ro,size=64k") as read_only:
+        out = read_only / "out"
+        assert_refused(
+            split(wheel, out), out, f"{out}: cannot write in {read_only}: Read-only file system"
+        )

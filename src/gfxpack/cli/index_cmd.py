@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from gfxpack.cli.common import reports_errors
+from gfxpack.cli.common import ByteSize, reports_errors
+from gfxpack.cli.split_cmd import MAX_UNPACKED
 
 
 @click.command("index")
@@ -24,16 +25,31 @@ from gfxpack.cli.common import reports_errors
     type=click.Path(file_okay=False, path_type=Path),
     help="The index directory to write: OUT/simple/ for the clients, OUT/files/ the wheels.",
 )
-@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+@click.option(
+    "--force", is_flag=True, help="Replace OUT if it is an earlier index (and nothing else)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the projects and files as JSON.")
+@click.option(
+    "--max-unpacked-size",
+    type=ByteSize(),
+    default=MAX_UNPACKED,
+    show_default="32G",
+    help="Refuse a wheel whose members declare more bytes than this, before unpacking any "
+    "(as split and join do).",
+)
 @reports_errors
-def index_command(wheels_dir: Path, out: Path, force: bool, as_json: bool) -> None:
+def index_command(
+    wheels_dir: Path, out: Path, force: bool, as_json: bool, max_unpacked_size: int
+) -> None:
     """Write a static Python package index (PEP 503 and PEP 691) of the wheels in a directory.
 
     Refused, with one error line per problem and nothing written, when a host
     wheel's device-* extra names a wheel the directory lacks (for any platform
-    the host is built for), when host and device versions disagree, or when two
-    distributions install the same path.
+    the host is built for), when host and device versions disagree, when two
+    distributions install the same path (each scheme where installers put it:
+    a data file under lib/python*/site-packages is site-packages), when two
+    files are one distribution, version and build for the same tag, or when a
+    wheel's METADATA names another distribution or version than its file name.
 
     Serve OUT with any web server; pip and uv read OUT/simple/. The HTML pages
     serve every client; to give clients that ask for PEP 691 JSON
@@ -58,7 +74,7 @@ def index_command(wheels_dir: Path, out: Path, force: bool, as_json: bool) -> No
     from gfxpack.text_fields import escaped
     from gfxpack.wheels.index import build_index
 
-    report = build_index(wheels_dir, out, force)
+    report = build_index(wheels_dir, out, force, max_unpacked_size)
     if as_json:
         click.echo(json.dumps({"out": str(out), "projects": report.projects}, indent=2))
         return

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import base64
 import csv
+import errno
 import hashlib
 import io
 import os
 import stat
 import struct
+import tempfile
 import time
 import zipfile
 import zlib
@@ -36,6 +38,13 @@ ZIP_EPOCH = 315532800  # 1980-01-01: the earliest time a zip member can hold
 DEFAULT_MAX_WHEEL_SIZE = 32 << 30  # unpacked bytes of one wheel (a ROCm torch: ~10 GB)
 INFO_LIMIT = 64 << 20  # one .dist-info file (RECORD, METADATA...): read into memory
 OUTPUTS = (".whl", ".gfxpack-join")  # what split and join write; --force replaces only these
+# Deflate expands at most 1032 times; a member declaring more than this multiple of its
+# compressed bytes is a lie (or another method's bomb), refused before it is read.
+MAX_RATIO = 1100
+SMALL_MEMBER = 1 << 16  # declared sizes up to this pass whatever their compressed size
+# What the system refuses the place written to (OUT's filesystem), not the input: one
+# line naming OUT, never the scratch path the write happened under.
+OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
 
 
 class WheelError(GfxpackError, ValueError):
@@ -80,6 +89,30 @@ def check_out(out: Path, force: bool, inputs: list[Path]) -> None:
             raise WheelError(f"{out}: holds more than wheels; --force will not replace it")
     if out.resolve() in [w.resolve().parent for w in inputs]:
         raise WheelError(f"{out}: must not be the directory of the input wheels")
+
+
+def temporary_beside(out: Path) -> Path:
+    """A new hidden directory beside ``out`` to write in, renamed to ``out`` when
+    complete; one line naming OUT when the system refuses it (read-only, full)."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    except OSError as e:
+        raise WheelError(
+            f"{printable(str(out))}: cannot write in {printable(str(out.parent))}: "
+            f"{e.strerror or e}"
+        ) from None
+
+
+def output_refused(message: str, scratch: Path, out: Path) -> str | None:
+    """The line naming OUT for what the tree splitter or joiner said when the system
+    refused a write under ``scratch`` (inside OUT's temporary sibling: its paths mean
+    nothing to the user); None when the message says something else."""
+    if str(scratch) in message and any(
+        message.endswith(f": {os.strerror(number)}") for number in OUTPUT_ERRNOS
+    ):
+        return f"{printable(str(out))}: cannot write: {message.rsplit(': ', 1)[-1]}"
+    return None
 
 
 def record_hash(data: bytes) -> str:
@@ -170,6 +203,15 @@ def read_wheel(path: Path, root: Path, max_size: int = DEFAULT_MAX_WHEEL_SIZE) -
             if problem is None and in_info and info.file_size > INFO_LIMIT:
                 problem = (
                     f"declares {info.file_size:,} bytes; a .dist-info file may hold {INFO_LIMIT:,}"
+                )
+            if (
+                problem is None
+                and info.file_size > SMALL_MEMBER
+                and info.file_size > MAX_RATIO * info.compress_size
+            ):
+                problem = (
+                    f"declares {info.file_size:,} bytes from {info.compress_size:,} compressed, "
+                    f"more than {MAX_RATIO} times as many; no real member expands so much"
                 )
             if problem is not None:
                 raise WheelError(f"{shown}: member {printable(info.filename)!r}: {problem}")
@@ -265,6 +307,8 @@ def _unpack(
     except ZIP_ERRORS as e:
         raise WheelError(f"{where}: unreadable: {e}") from None
     except OSError as e:  # such as a file where another member needs a directory
+        if e.errno in OUTPUT_ERRNOS:
+            raise  # not the wheel's fault: the caller names the place it writes
         raise WheelError(f"{where}: cannot unpack: {e.strerror or e}") from None
     if size != info.file_size:
         raise WheelError(f"{where}: shorter than it declares")

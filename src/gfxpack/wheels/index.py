@@ -30,9 +30,12 @@ pages answer every client.
 Before anything is written every wheel is read (names, tags, METADATA and RECORD, as
 splitting checks them) and the set is checked: each ``device-*`` extra of a host
 wheel resolves, for every platform the host is built for, to a wheel in the set;
-host and device versions agree; no two distributions install the same path. Each
-failure is one line, and nothing is written: the index is built in a hidden
-sibling of OUT and renamed onto it when complete.
+host and device versions agree; no two distributions install the same path (each
+scheme compared where installers put it); no two files are one distribution, version
+and build for a shared tag. Each failure is one line, and nothing is written: the
+index is built in a hidden sibling of OUT and renamed onto it when complete; an OUT
+already there is replaced (``force``) only when it is an earlier index. Every URL
+written is percent-encoded.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import hashlib
 import html
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -48,6 +52,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from packaging.metadata import Metadata
 from packaging.requirements import Requirement
@@ -58,8 +63,8 @@ from packaging.version import Version
 from gfxpack._io import DIRECTORY_MODE, FILE_MODE, replace_directory
 from gfxpack.errors import GfxpackError
 from gfxpack.regular_files import printable
-from gfxpack.wheels.archive import WheelError, read_wheel
-from gfxpack.wheels.metadata import WheelName, read_metadata
+from gfxpack.wheels.archive import DEFAULT_MAX_WHEEL_SIZE, OUTPUT_ERRNOS, WheelError, read_wheel
+from gfxpack.wheels.metadata import WheelName, check_identity, read_metadata
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 API_VERSION = "1.1"  # PEP 700: versions, files[].size
@@ -94,35 +99,72 @@ class IndexReport:
     projects: dict[str, list[str]]  # project: its files
 
 
-def _installed_path(member: str) -> str | None:
-    """Where a wheel member installs, relative to the environment: purelib and platlib
-    both land in site-packages; ``<dist>.data/<scheme>/`` elsewhere; None for the
-    distribution's own ``.dist-info`` (named for it, so never another's)."""
+# Where installers put each scheme, relative to the environment's prefix (sysconfig's
+# venv and posix_prefix layouts): purelib and platlib are site-packages, scripts bin/,
+# headers a directory named for the distribution, data the prefix itself. A data file
+# can therefore land in site-packages or bin/ as well: compared there, not apart.
+SITE_PACKAGES = "lib/python*/site-packages"
+HEADERS = "include/site/python*"
+SCHEMES = ("purelib", "platlib", "scripts", "headers", "data")
+_DATA_IN_SITE_PACKAGES = re.compile(r"(?:lib|lib64)/python[^/]*/(?:site|dist)-packages/")
+_DATA_IN_HEADERS = re.compile(r"include/site/python[^/]*/")
+
+
+def installed_path(member: str, dist_info: str, project: NormalizedName) -> str | None:
+    """Where a wheel member installs, relative to the environment (see SCHEMES above);
+    None for the distribution's own ``.dist-info`` (named for it, so never another's).
+    A scheme installers do not know, or a ``.data`` directory not the wheel's own (pip
+    installs it as data, ``installer`` as a plain file), is refused."""
     top, _, rest = member.partition("/")
-    if top.endswith(".dist-info"):
+    if top == dist_info:
         return None
-    if top.endswith(".data") and rest:
-        scheme, _, path = rest.partition("/")
-        return path if scheme in ("purelib", "platlib") else f"<{scheme}>/{path}"
-    return member
+    if not top.endswith(".data"):
+        return f"{SITE_PACKAGES}/{member}"
+    own = dist_info.removesuffix(".dist-info") + ".data"
+    scheme, _, path = rest.partition("/")
+    if top != own:
+        raise WheelError(
+            f"member {printable(member)!r}: a .data directory that is not the wheel's own "
+            f"({own}); installers disagree where it goes"
+        )
+    if scheme not in SCHEMES or not path:
+        raise WheelError(
+            f"member {printable(member)!r}: installs into the scheme {printable(scheme)!r}; "
+            f"installers know {', '.join(SCHEMES)}"
+        )
+    if scheme in ("purelib", "platlib"):
+        return f"{SITE_PACKAGES}/{path}"
+    if scheme == "scripts":
+        return f"bin/{path}"
+    if scheme == "headers":
+        return f"{HEADERS}/{project}/{path}"
+    if site := _DATA_IN_SITE_PACKAGES.match(path):
+        return f"{SITE_PACKAGES}/{path[site.end() :]}"
+    if headers := _DATA_IN_HEADERS.match(path):
+        owner, _, inside = path[headers.end() :].partition("/")
+        return f"{HEADERS}/{canonicalize_name(owner)}/{inside}"
+    return path
 
 
-def _read(path: Path, scratch: Path) -> IndexedWheel:
+def _read(path: Path, scratch: Path, max_size: int) -> IndexedWheel:
     """One wheel, read and checked as splitting checks it (every member against RECORD)."""
     name = WheelName(path.name)
-    unpacked = read_wheel(path, scratch / "wheel")
+    unpacked = read_wheel(path, scratch / "wheel", max_size)
     try:
         shown = printable(path.name)
         data = unpacked.info_files.get("METADATA")
         if data is None:
             raise WheelError(f"{shown}: no {unpacked.dist_info}/METADATA")
+        check_identity(shown, data, name)
         metadata = read_metadata(shown, data)
-        if canonicalize_name(metadata.name) != name.name or metadata.version != name.version:
-            raise WheelError(
-                f"{shown}: METADATA says {metadata.name} {metadata.version}, the file name "
-                f"{name.name} {name.version}"
-            )
-        installs = [p for m in unpacked.members if (p := _installed_path(m.path)) is not None]
+        installs = []
+        for member in unpacked.members:
+            try:
+                where = installed_path(member.path, unpacked.dist_info, name.name)
+            except WheelError as e:
+                raise WheelError(f"{shown}: {e}") from None
+            if where is not None:
+                installs.append(where)
         return IndexedWheel(path, name, metadata, data, installs)
     finally:
         shutil.rmtree(scratch / "wheel", ignore_errors=True)
@@ -175,7 +217,29 @@ def check(wheels: list[IndexedWheel], source: str) -> list[str]:
                     f"{wheel.filename}: requires {requirement}, but it is version {version}; "
                     "host and device versions must agree"
                 )
+    problems += _twins(wheels)
     problems += _collisions(by_name)
+    return problems
+
+
+def _twins(wheels: list[IndexedWheel]) -> list[str]:
+    """Two files of one distribution, version and build tag that share a tag: an
+    installer would pick either (PyPI refuses the second). Names and versions are
+    compared normalized, so ``Foo_Bar-1.0`` and ``foo.bar-1.0.0`` are one."""
+    problems = []
+    groups: dict[tuple[NormalizedName, Version, tuple[()] | tuple[int, str]], list[IndexedWheel]]
+    groups = defaultdict(list)
+    for wheel in wheels:
+        groups[(wheel.name.name, wheel.name.version, wheel.name.build)].append(wheel)
+    for (name, version, _build), group in sorted(groups.items(), key=lambda g: str(g[0])):
+        for number, first in enumerate(group):
+            for second in group[number + 1 :]:
+                shared = first.name.tags & second.name.tags
+                if shared:
+                    problems.append(
+                        f"{first.filename} and {second.filename} are both {name} {version} "
+                        f"for {sorted(map(str, shared))[0]}; an installer would pick either"
+                    )
     return problems
 
 
@@ -269,12 +333,52 @@ def _wheel_paths(wheels_dir: Path) -> list[Path]:
     return paths
 
 
-def build_index(wheels_dir: Path, out: Path, force: bool = False) -> IndexReport:
+def _not_an_index(out: Path) -> str | None:
+    """What in ``out`` an index written here never holds (None: it holds only what one
+    does), so that --force replaces an earlier index and deletes nothing else."""
+    if out.is_symlink() or not out.is_dir():
+        return "not a directory"
+    pages = {"index.html", "index.json"}
+    for entry in sorted(os.scandir(out), key=lambda e: e.name):
+        if entry.name not in ("files", "simple") or not entry.is_dir(follow_symlinks=False):
+            return entry.name
+        for inner in sorted(os.scandir(entry.path), key=lambda e: e.name):
+            where = f"{entry.name}/{inner.name}"
+            if entry.name == "files":
+                expected = inner.name.endswith((".whl", ".whl.metadata"))
+                if not expected or not inner.is_file(follow_symlinks=False):
+                    return where
+            elif inner.name in pages:
+                if not inner.is_file(follow_symlinks=False):
+                    return where
+            elif not inner.is_dir(follow_symlinks=False):
+                return where
+            else:
+                for page in os.scandir(inner.path):
+                    if page.name not in pages or not page.is_file(follow_symlinks=False):
+                        return f"{where}/{page.name}"
+    return None
+
+
+def build_index(
+    wheels_dir: Path,
+    out: Path,
+    force: bool = False,
+    max_wheel_size: int = DEFAULT_MAX_WHEEL_SIZE,
+) -> IndexReport:
     """Check the wheels of ``wheels_dir`` as a set and write their index to ``out``
-    (see the module docstring); IndexRefused with one line per problem, nothing written."""
+    (see the module docstring); IndexRefused with one line per problem, nothing written.
+    ``force`` replaces an earlier index, never another directory."""
     shown_out = printable(str(out))
+    if out.name in ("", ".", ".."):
+        raise IndexRefused(f"{shown_out}: expected the name of a directory to create")
     if os.path.lexists(out) and not force:
         raise IndexRefused(f"{shown_out}: already exists; give --force to replace it")
+    if os.path.lexists(out) and (foreign := _not_an_index(out)) is not None:
+        raise IndexRefused(
+            f"{shown_out}: not an index gfxpack wrote ({printable(foreign)}); "
+            "--force replaces only an earlier index"
+        )
     paths = _wheel_paths(wheels_dir)
     try:
         temporary = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
@@ -291,13 +395,15 @@ def build_index(wheels_dir: Path, out: Path, force: bool = False) -> IndexReport
             # be checked as one file and served as another.
             try:
                 digest, size = _copy(path, files / path.name)
-                wheel = _read(files / path.name, temporary)
+                wheel = _read(files / path.name, temporary, max_wheel_size)
             except WheelError as e:
                 # Named as the user gave it, not as the copy being read.
                 copy = printable(str(files / path.name))
                 problems.append(str(e).replace(copy, printable(str(path))))
                 continue
             except OSError as e:
+                if e.errno in OUTPUT_ERRNOS:
+                    raise  # the index's own place refused the copy: named as OUT below
                 problems.append(f"{printable(str(path))}: cannot read: {e.strerror or e}")
                 continue
             wheel.sha256, wheel.size = digest, size
@@ -334,7 +440,7 @@ def _write_pages(root: Path, wheels: list[IndexedWheel]) -> dict[str, list[str]]
         (root / "files" / f"{wheel.filename}.metadata").write_bytes(wheel.metadata_bytes)
         os.chmod(root / "files" / f"{wheel.filename}.metadata", FILE_MODE)
     names = sorted(by_name)
-    _write(simple / "index.html", _page("Simple index", [(f"{n}/", n, {}) for n in names]))
+    _write(simple / "index.html", _page("Simple index", [(f"{quote(n)}/", n, {}) for n in names]))
     _write(
         simple / "index.json",
         _json({"meta": {"api-version": API_VERSION}, "projects": [{"name": n} for n in names]}),
@@ -349,9 +455,11 @@ def _write_pages(root: Path, wheels: list[IndexedWheel]) -> dict[str, list[str]]
             attributes = {"data-dist-info-metadata": f"sha256={core}"}
             attributes["data-core-metadata"] = f"sha256={core}"
             requires = wheel.metadata.requires_python
+            # Percent-encoded: a local version's "+" read raw is a space to some servers.
+            url = f"../../files/{quote(wheel.filename)}"
             entry: dict[str, Any] = {
                 "filename": wheel.filename,
-                "url": f"../../files/{wheel.filename}",
+                "url": url,
                 "hashes": {"sha256": wheel.sha256},
                 "size": wheel.size,
                 "core-metadata": {"sha256": core},
@@ -360,7 +468,7 @@ def _write_pages(root: Path, wheels: list[IndexedWheel]) -> dict[str, list[str]]
             if requires is not None:
                 attributes["data-requires-python"] = str(requires)
                 entry["requires-python"] = str(requires)
-            href = f"../../files/{wheel.filename}#sha256={wheel.sha256}"
+            href = f"{url}#sha256={wheel.sha256}"
             links.append((href, wheel.filename, attributes))
             entries.append(entry)
         versions = sorted({w.name.version for w in ordered})

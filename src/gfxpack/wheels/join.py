@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -29,15 +28,18 @@ from typing import Any
 from gfxpack import kpack
 from gfxpack._io import DIRECTORY_MODE, replace_directory
 from gfxpack.amdgpu import MACH
-from gfxpack.fatbin.join import JoinError, join_tree
-from gfxpack.fatbin.split import INDEX, LITERALS, SplitError
+from gfxpack.errors import GfxpackError
+from gfxpack.fatbin.join import join_tree
+from gfxpack.fatbin.split import INDEX, LITERALS
 from gfxpack.regular_files import open_regular, printable
 from gfxpack.wheels.archive import (
     CHUNK,
     DEFAULT_MAX_WHEEL_SIZE,
     WheelError,
     check_out,
+    output_refused,
     read_wheel,
+    temporary_beside,
     wheel_inputs,
     write_wheel,
 )
@@ -76,8 +78,7 @@ def join_wheels(
     wheels = {w.name: w for w in wheel_inputs(source)}
     check_out(out, force, list(wheels.values()))
     hosts = [name for name, path in wheels.items() if _is_host(path)]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    temporary = temporary_beside(out)
     written: list[str] = []
     used: set[str] = set()
     try:
@@ -88,6 +89,9 @@ def join_wheels(
                 name, devices = _join_one(
                     wheels, host, temporary, scratch, (max_object_size, max_wheel_size)
                 )
+            except GfxpackError as e:
+                refused = output_refused(str(e), scratch, out)
+                raise WheelError(refused or str(e)) from None
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
             used.update(devices, [host])
@@ -98,10 +102,8 @@ def join_wheels(
                 written.append(name)
         os.chmod(temporary, DIRECTORY_MODE)
         replace_directory(temporary, out, force)
-    except (JoinError, SplitError) as e:
-        raise WheelError(str(e)) from None
     except OSError as e:
-        raise WheelError(f"{out}: cannot write: {e.strerror or e}") from None
+        raise WheelError(f"{printable(str(out))}: cannot write: {e.strerror or e}") from None
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
     return sorted(written)

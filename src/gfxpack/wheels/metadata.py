@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
+import re
 
-from packaging.metadata import InvalidMetadata, Metadata
+from packaging.metadata import InvalidMetadata, Metadata, parse_email
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import (
     BuildTag,
@@ -21,12 +24,21 @@ from packaging.utils import (
     canonicalize_name,
     parse_wheel_filename,
 )
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from gfxpack import __version__
+from gfxpack.regular_files import printable
 from gfxpack.wheels.archive import WheelError
 
 DEVICE_ALL = "device-all"
+# The binary distribution format escapes every run of other characters in a file name
+# component to "_"; packaging parses tags without checking them, and a "%", "#", "+"
+# or quote in a tag would be one more thing every index URL and page must escape.
+TAG = re.compile(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*")
+BUILD_TAG = re.compile(r"[0-9][A-Za-z0-9_]*")
+# A header or continuation line to the email parser (email.feedparser.headerRE, which
+# typeshed does not declare; a test keeps the two equal).
+EMAIL_HEADER = re.compile(r"^(From |[\041-\071\073-\176]*:|[\t ])")
 
 
 class WheelName:
@@ -36,7 +48,19 @@ class WheelName:
         try:
             name, version, build, tags = parse_wheel_filename(filename)
         except InvalidWheelFilename as e:
-            raise WheelError(f"{filename}: not a wheel file name: {e}") from None
+            raise WheelError(f"{printable(filename)}: not a wheel file name: {e}") from None
+        parts = filename.removesuffix(".whl").split("-")
+        for part in parts[-3:]:
+            if not TAG.fullmatch(part):
+                raise WheelError(
+                    f"{printable(filename)}: the tag {printable(part)!r} holds characters "
+                    "outside the wheel spec's (letters, digits and '_'; '.' between tags)"
+                )
+        if build and not BUILD_TAG.fullmatch(parts[2]):
+            raise WheelError(
+                f"{printable(filename)}: the build tag {printable(parts[2])!r} holds characters "
+                "outside the wheel spec's (a digit, then letters, digits and '_')"
+            )
         self.filename = filename
         self.name: NormalizedName = name
         self.version: Version = version
@@ -97,12 +121,47 @@ def wheel_file(where: str, data: bytes) -> dict[str, str]:
     return fields
 
 
-def host_metadata(where: str, original: bytes, arches: list[str]) -> bytes:
+def check_identity(where: str, data: bytes, wheel: WheelName) -> None:
+    """METADATA's Name and Version must be the file name's (pip refuses the wheel
+    otherwise, and extras built from either would name wheels never written).
+    Read by ``packaging``'s raw parser, which never refuses lax metadata."""
+    raw, _unparsed = parse_email(data)
+    name, version = raw.get("name", ""), raw.get("version", "")
+    try:
+        same_version = Version(version) == wheel.version
+    except InvalidVersion:
+        same_version = False
+    if canonicalize_name(name) != wheel.name or not same_version:
+        raise WheelError(
+            f"{where}: METADATA says {printable(name or '(no Name)')} "
+            f"{printable(version or '(no Version)')}, the file name {wheel.name} "
+            f"{wheel.version}; they must agree"
+        )
+
+
+def header_end(data: bytes) -> tuple[int, bytes]:
+    """Where the header block of an email-format file ends (just past its last header
+    line) and that line's ending, as the email parser pip and ``packaging`` use ends
+    it: at the first empty line whatever the line endings (``\\n``, ``\\r\\n`` or a lone
+    ``\\r``, mixed or not: ``bytes.splitlines`` splits on exactly those three), or
+    at the first line that is neither a header nor a continuation (the body starts
+    there, without the empty line)."""
+    at, ending = 0, b""
+    for line in data.splitlines(keepends=True):
+        text = line.rstrip(b"\r\n")
+        if not text or not EMAIL_HEADER.match(text.decode("latin-1")):
+            break
+        at, ending = at + len(line), line[len(text) :]
+    return at, ending
+
+
+def host_metadata(where: str, original: bytes, host: WheelName, arches: list[str]) -> bytes:
     """The host's METADATA: the original with the device extras added at the end of
-    its header (the body, a long description, stays where it was); nothing else
-    changes. Validated by ``packaging`` before and after."""
+    its header (the body, a long description, stays where it was) in the line ending
+    of its last header line; nothing else changes. Names and versions are the file
+    name's (``check_identity``). Validated by ``packaging`` before and after."""
     metadata = read_metadata(where, original)
-    name, version = metadata.name, metadata.version
+    name, version = host.name, host.version
     taken = set(metadata.provides_extra or []) & {extra_name(a) for a in arches} | (
         {DEVICE_ALL} & set(metadata.provides_extra or [])
     )
@@ -118,17 +177,47 @@ def host_metadata(where: str, original: bytes, arches: list[str]) -> bytes:
         lines.append(
             f'Requires-Dist: {device_name(name, arch)}=={version}; extra == "{DEVICE_ALL}"'
         )
-    added = "".join(f"{line}\n" for line in lines).encode()
-    # The header ends at the first empty line (or the end of a METADATA with no body).
-    newline = b"\r\n" if b"\r\n" in original.split(b"\n", 1)[0] + b"\n" else b"\n"
-    end = original.find(newline * 2)
-    if end < 0:
-        head, tail = original.rstrip(b"\r\n") + newline, b""
-    else:
-        head, tail = original[: end + len(newline)], original[end + len(newline) :]
-    result = head + added.replace(b"\n", newline) + tail
+    end, newline = header_end(original)
+    head = original[:end]
+    if not newline:  # a header ending the file without a line ending: it gets one
+        newline = b"\n"
+        head += newline
+    added = b"".join(line.encode() + newline for line in lines)
+    result = head + added + original[end:]
     read_metadata(f"{where} (with the device extras)", result)
     return result
+
+
+def check_host_metadata(where: str, written: bytes, devices: dict[str, str]) -> None:
+    """The host METADATA as written, read back as installers read it (``packaging``'s
+    raw parser: the email parser pip uses), must offer ``device-<arch>`` and
+    ``device-all`` requiring each device wheel (arch: its file name) by the name and
+    exact version in that file name."""
+    raw, _unparsed = parse_email(written)
+    extras = {canonicalize_name(e) for e in raw.get("provides_extra", [])}
+    requirements = []
+    for line in raw.get("requires_dist", []):
+        try:
+            requirements.append(Requirement(line))
+        except InvalidRequirement:
+            continue  # validated before it was written; not one of ours
+    for arch, filename in devices.items():  # in the order split made them (target order)
+        device = WheelName(filename)
+        for extra in (extra_name(arch), DEVICE_ALL):
+            offered = extra in extras and any(
+                canonicalize_name(r.name) == device.name
+                and r.specifier == SpecifierSet(f"=={device.version}")
+                and r.marker is not None
+                and r.marker.evaluate({"extra": extra})
+                and not r.marker.evaluate({"extra": ""})
+                for r in requirements
+            )
+            if not offered:
+                raise WheelError(
+                    f"{where}: the host METADATA, read back, does not offer the extra {extra} "
+                    f"requiring {device.name}=={device.version} ({filename}); "
+                    "an installer would install no device code"
+                )
 
 
 def device_metadata(host: WheelName, arch: str, summary_of: str) -> bytes:

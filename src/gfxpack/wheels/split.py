@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import posixpath
 import shutil
-import tempfile
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from gfxpack import kpack
 from gfxpack._io import DIRECTORY_MODE, file_digests, replace_directory
 from gfxpack.errors import GfxpackError
 from gfxpack.fatbin.reader import FatBinary
-from gfxpack.fatbin.split import INDEX, LITERALS, SplitError, split_tree
+from gfxpack.fatbin.split import INDEX, LITERALS, split_tree
 from gfxpack.plan.targets import target_order
 from gfxpack.regular_files import printable
 from gfxpack.wheels.archive import (
@@ -41,12 +41,16 @@ from gfxpack.wheels.archive import (
     Unpacked,
     WheelError,
     check_out,
+    output_refused,
     read_wheel,
+    temporary_beside,
     wheel_inputs,
     write_wheel,
 )
 from gfxpack.wheels.metadata import (
     WheelName,
+    check_host_metadata,
+    check_identity,
     device_filename,
     device_metadata,
     device_name,
@@ -100,8 +104,7 @@ def split_wheels(
     source, out = Path(source), Path(out)
     wheels = wheel_inputs(source)
     check_out(out, force, wheels)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    temporary = temporary_beside(out)
     results = []
     try:
         for number, wheel in enumerate(wheels):
@@ -111,14 +114,15 @@ def split_wheels(
                 results.append(
                     _split_one(wheel, temporary, scratch, (jobs, max_object_size, max_wheel_size))
                 )
+            except GfxpackError as e:
+                refused = output_refused(str(e), scratch, out)
+                raise WheelError(refused or str(e)) from None
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
         os.chmod(temporary, DIRECTORY_MODE)
         replace_directory(temporary, out, force)
-    except SplitError as e:
-        raise WheelError(str(e)) from None
     except OSError as e:
-        raise WheelError(f"{out}: cannot write: {e.strerror or e}") from None
+        raise WheelError(f"{printable(str(out))}: cannot write: {e.strerror or e}") from None
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
     return results
@@ -152,6 +156,7 @@ def _split_unpacked(
     for needed in ("METADATA", "WHEEL"):
         if needed not in unpacked.info_files:
             raise WheelError(f"{shown}: no {unpacked.dist_info}/{needed}")
+    check_identity(shown, unpacked.info_files["METADATA"], name)
     fields = wheel_file(shown, unpacked.info_files["WHEEL"])
     root_scheme = "purelib" if fields["Root-Is-Purelib"].lower() == "true" else "platlib"
     data_dir = unpacked.dist_info.removesuffix(".dist-info") + ".data"
@@ -187,6 +192,7 @@ def _split_unpacked(
     if literals.stat().st_size:
         size, (sha256,) = file_digests(literals, "sha256")
         join_data = {"size": size, "sha256": sha256}
+    devices = {arch: device_filename(name, arch) for arch in arches}
     record = {
         "format": RECORD_FORMAT,
         "wheel": wheel.name,
@@ -196,7 +202,7 @@ def _split_unpacked(
         "index": (split / INDEX).read_bytes(),
         "metadata": unpacked.info_files["METADATA"],
         "record": unpacked.info_files["RECORD"],
-        "devices": {arch: device_filename(name, arch) for arch in arches},
+        "devices": devices,
         "data": join_data,
     }
     info = unpacked.dist_info
@@ -207,7 +213,7 @@ def _split_unpacked(
         if inside == "RECORD":
             continue
         if inside == "METADATA":
-            data = host_metadata(shown, data, arches)
+            data = host_metadata(shown, data, name, arches)
         host_files.append((f"{info}/{inside}", unpacked.info_modes[inside], data))
     host_files.append((f"{info}/{RECORD_NAME}", 0o644, msgpack.packb(record, use_bin_type=True)))
     if join_data is not None:
@@ -216,7 +222,7 @@ def _split_unpacked(
     result = WheelSplit(wheel.name, wheel.name, notes=report.notes)
     summary = _summary(unpacked)
     for arch in arches:
-        device = device_filename(name, arch)
+        device = devices[arch]
         device_info = dist_info_name(device_name(name.name, arch), name.version)
         files: list[tuple[str, int, Path | bytes]] = []
         for tree_path, mode, path in _tree_files(split / f"{group}_{arch}" / "stage", ""):
@@ -229,7 +235,25 @@ def _split_unpacked(
             raise WheelError(f"{shown}: another input wheel also gives {device}")
         write_wheel(out / device, files, device_info)
         result.devices[arch] = device
+    _check_written(shown, out, result, info)
     return result
+
+
+def _check_written(shown: str, out: Path, result: WheelSplit, host_info: str) -> None:
+    """What the installers will read, read back from the wheels written: checked, not
+    assumed from how it was made (a header ended early once hid the extras in the
+    body). The host offers each device wheel by the name and version it was written
+    under, and each wheel's METADATA names the wheel its file name does."""
+    for filename in [result.host, *result.devices.values()]:
+        wheel = WheelName(filename)
+        is_host = filename == result.host
+        # The host keeps the input's dist-info spelling; device wheels are named here.
+        info = host_info if is_host else dist_info_name(wheel.name, wheel.version)
+        with zipfile.ZipFile(out / filename) as written:
+            metadata = written.read(f"{info}/METADATA")
+        check_identity(f"{shown}: {filename} as written", metadata, wheel)
+        if is_host:
+            check_host_metadata(shown, metadata, result.devices)
 
 
 def _summary(unpacked: Unpacked) -> str:
