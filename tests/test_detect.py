@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from click.testing import CliRunner, Result
 from gfxpack.amdgpu import gfx_target_version
 from gfxpack.cli import cli
 from gfxpack.detect import (
+    EXPECTED_LINE,
     HSA_CAP_SRAM_EDCSUPPORTED,
     NODES,
     DetectError,
@@ -20,6 +23,7 @@ from gfxpack.detect import (
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kfd"  # README.md: which machine, where from
+GPU = "simd_count 64\ngfx_target_version 90402\n"
 
 
 def run(*args: str) -> Result:
@@ -126,7 +130,7 @@ def test_json_and_the_rocm_version() -> None:
     document = json.loads(result.output)
     assert document["processors"] == ["gfx90a"]
     assert document["gpus"][0]["device_id"] == 0x740F  # Instinct MI210
-    assert document["pip"] == "pip install 'PACKAGE[device-gfx90a]'"
+    assert document["pip"] is None  # no --package: no line with a name to replace
     assert document["apt"] == "sudo apt install amdrocm-core8.3-gfx90a"
 
 
@@ -137,11 +141,9 @@ def test_several_processors_are_listed_in_processor_order(tmp_path: Path) -> Non
         (nodes / str(number)).mkdir(parents=True)
         source = FIXTURES / machine / NODES / str(node) / "properties"
         (nodes / str(number) / "properties").write_bytes(source.read_bytes())
-    result = run("--sysfs", str(tmp_path))
+    result = run("--sysfs", str(tmp_path), "--package", "demo")
     assert result.exit_code == 0, result.output
-    assert "  pip:  pip install 'PACKAGE[device-gfx90a]' 'PACKAGE[device-gfx942]'" in (
-        result.output.splitlines()
-    )
+    assert "  pip:  pip install 'demo[device-gfx90a,device-gfx942]'" in result.output.splitlines()
 
 
 @pytest.mark.parametrize("root", ["cpu-only", "missing"])
@@ -172,10 +174,7 @@ def test_a_hostile_properties_file_is_one_error(tmp_path: Path) -> None:
     properties.write_text("simd_count 64\ngfx_target_version $(reboot)\n")
     result = run("--sysfs", str(tmp_path))
     assert result.exit_code == 1
-    assert result.output.splitlines() == [
-        f"error: {properties}:2: 'gfx_target_version $(reboot)' is not a 'name number' line "
-        "of a KFD node's properties"
-    ]
+    assert result.output.splitlines() == [f"error: {properties}:2: {EXPECTED_LINE}"]
     properties.write_text("simd_count 64\n" * 10000)
     result = run("--sysfs", str(tmp_path))
     assert result.exit_code == 1
@@ -184,9 +183,7 @@ def test_a_hostile_properties_file_is_one_error(tmp_path: Path) -> None:
     os.mkfifo(properties)
     result = run("--sysfs", str(tmp_path))
     assert result.exit_code == 1
-    assert result.output.splitlines() == [
-        f"error: {properties}: cannot read: not a regular file (a FIFO)"
-    ]
+    assert result.output.splitlines() == [f"error: {properties}: not a regular file (a FIFO)"]
 
 
 @pytest.mark.parametrize(
@@ -201,3 +198,105 @@ def test_a_bad_option_is_one_error(option: str, value: str, message: str) -> Non
     assert result.exit_code == 1
     [line] = result.output.splitlines()
     assert line.startswith(f"error: {message}")
+
+
+def one_error(root: Path) -> str:
+    """The one error line ``detect --sysfs root`` prints, exit status 1, no traceback."""
+    result = run("--sysfs", str(root))
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output and "unexpected" not in result.output
+    [line] = result.output.splitlines()
+    assert line.startswith("error: ")
+    return line
+
+
+def gpu_node(root: Path, name: str, properties: str = GPU) -> Path:
+    node = root / NODES / name
+    node.mkdir(parents=True)
+    (node / "properties").write_text(properties)
+    return node / "properties"
+
+
+@pytest.mark.parametrize("name", ["\u0661", "\u00b2", "01", "-1", "1" * 10, "node1"])
+def test_a_node_not_named_by_ascii_digits_is_one_error(name: str, tmp_path: Path) -> None:
+    """int() takes '\u0661' (Arabic-indic one) as 1, and '\u00b2' passes isdigit() but
+    not int(): the kernel names nodes %d, so anything else is refused by name."""
+    gpu_node(tmp_path, "0")
+    gpu_node(tmp_path, name)
+    line = one_error(tmp_path)
+    assert line == (
+        f"error: {tmp_path / NODES / name}: expected a node directory named by its number "
+        "in ASCII digits (0, 1, 2 ...)"
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["9" * 5000, "9" * 21, str(2**64), "\u0669\u0660\u0664\u0660\u0662"],
+    ids=["5000-digits", "21-digits", "2**64", "arabic-indic-digits"],
+)
+def test_a_number_out_of_bounds_is_one_error(value: str, tmp_path: Path) -> None:
+    properties = gpu_node(tmp_path, "1", f"simd_count 64\ngfx_target_version {value}\n")
+    assert one_error(tmp_path) == f"error: {properties}:2: {EXPECTED_LINE}"
+
+
+def test_the_largest_u64_is_read(tmp_path: Path) -> None:
+    properties = gpu_node(tmp_path, "1", f"{GPU}local_mem_size {2**64 - 1}\n")
+    assert read_properties(properties)["local_mem_size"] == 2**64 - 1
+
+
+MARKER = "gfxpack-detect-marker-0c4f"
+# /proc/self/environ is the environment a process started with (setenv() does not
+# change it), so the marker goes into the environment of a new process.
+WITH_MARKER = {"GFXPACK_TEST_MARKER": MARKER, **os.environ}  # first: in any quote
+
+
+def in_a_process(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], env=WITH_MARKER, capture_output=True, text=True, check=False
+    )
+
+
+def test_a_file_that_does_not_parse_is_never_quoted(tmp_path: Path) -> None:
+    """A properties link to /proc/self/environ printed the environment: the message
+    names the file and line and what was expected, never what the line holds."""
+    environ = tmp_path / "environ"
+    environ.symlink_to("/proc/self/environ")
+    shown = in_a_process(f"print(open({str(environ)!r}).read())")
+    assert MARKER in shown.stdout  # the link does lead to the marker
+    # No root: the link is followed (as /sys/class links are), the content refused.
+    caught = in_a_process(
+        "from pathlib import Path\n"
+        "from gfxpack.detect import DetectError, read_properties\n"
+        f"try: read_properties(Path({str(environ)!r}))\n"
+        "except DetectError as e: print(e)\n"
+    )
+    assert caught.stdout == f"{environ}:1: {EXPECTED_LINE}\n", caught.stderr
+    # The same bytes in a tree, as a file of its own.
+    properties = gpu_node(tmp_path / "copy", "1", shown.stdout)
+    line = one_error(tmp_path / "copy")
+    assert MARKER not in line and line.startswith(f"error: {properties}:1: expected")
+
+
+def test_a_link_out_of_the_tree_is_not_followed(tmp_path: Path) -> None:
+    node = tmp_path / NODES / "1"
+    node.mkdir(parents=True)
+    (node / "properties").symlink_to("/proc/self/environ")
+    result = subprocess.run(
+        [sys.executable, "-m", "gfxpack", "detect", "--sysfs", str(tmp_path)],
+        env=WITH_MARKER,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1 and not result.stdout
+    [line] = result.stderr.splitlines()
+    assert MARKER not in line
+    assert line.startswith(f"error: {node / 'properties'}: leads out of {tmp_path} ")
+    # A link that stays inside the tree is followed, as sysfs's /sys/class links are.
+    (node / "properties").unlink()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "properties").write_text(GPU)
+    (node / "properties").symlink_to(tmp_path / "elsewhere" / "properties")
+    [gpu] = detect(tmp_path)
+    assert gpu.processor == "gfx942"

@@ -23,13 +23,24 @@ from pathlib import Path
 from gfxpack.amdgpu import TargetId, processor_of, sort_targets
 from gfxpack.errors import GfxpackError
 from gfxpack.regular_files import open_regular, printable
+from gfxpack.safe_tree import Tree, TreeError
 
 NODES = Path("sys/class/kfd/kfd/topology/nodes")
 HSA_CAP_SRAM_EDCSUPPORTED = 0x04000000
 AMD_VENDOR_ID = 4098  # PCI vendor 0x1002
 # A properties file is about 40 short lines; anything far longer is not one.
 MAX_PROPERTIES_SIZE = 64 << 10
-_LINE = re.compile(r"^([a-z_][a-z0-9_]*) (-?[0-9]+)$")
+# The kernel prints every property as a u32, u64 or int (kfd_topology.c): 20 digits
+# at most, below 2**64. ASCII digits only: Python's int() also takes '١' and refuses
+# numbers past 4,300 digits with a ValueError.
+MAX_PROPERTY = 2**64 - 1
+_LINE = re.compile(rb"([a-z_][a-z0-9_]{0,63}) (-?[0-9]{1,20})")
+# Node ids as the kernel names the directories (%d): no sign, no leading zero.
+_NODE = re.compile(r"0|[1-9][0-9]{0,8}")
+EXPECTED_LINE = (
+    "expected a 'name number' line of a KFD node's properties (a lowercase name, a "
+    "space, a decimal number of at most 20 digits, below 2**64)"
+)
 
 
 class DetectError(GfxpackError):
@@ -56,50 +67,100 @@ class Gpu:
         }
 
 
-def read_properties(path: Path) -> dict[str, int]:
+def read_properties(path: Path, root: Path | None = None) -> dict[str, int]:
     """The ``name value`` lines of one properties file; DetectError naming the file
-    and line when it is not one (sysfs links are followed: /sys/class is links)."""
-    try:
-        fd = open_regular(path)
-        with os.fdopen(fd, "rb") as file:
+    and line when it is not one. Its content is never quoted: a file that does not
+    parse may be anything (a link to /proc/self/environ holds the environment).
+
+    ``root``: the tree the file must stay in; the links on the way are followed (in
+    sysfs /sys/class is links) only to a place inside it."""
+    fd = _open_inside(root, path) if root is not None else _open(path)
+    with os.fdopen(fd, "rb") as file:
+        try:
             data = file.read(MAX_PROPERTIES_SIZE + 1)
-    except OSError as e:
-        raise DetectError(f"{printable(str(path))}: cannot read: {e.strerror or e}") from None
+        except OSError as e:
+            raise DetectError(f"{printable(str(path))}: cannot read: {e.strerror or e}") from None
     if len(data) > MAX_PROPERTIES_SIZE:
         raise DetectError(
             f"{printable(str(path))}: longer than {MAX_PROPERTIES_SIZE} bytes, "
             "expected a KFD node's properties"
         )
     properties: dict[str, int] = {}
-    for number, line in enumerate(data.decode("ascii", "replace").splitlines(), 1):
-        match = _LINE.match(line.strip())
-        if match is None:
-            if line.strip():
-                raise DetectError(
-                    f"{printable(str(path))}:{number}: {printable(line[:80])!r} is not a "
-                    "'name number' line of a KFD node's properties"
-                )
+    # Split at newlines only: splitlines() also splits at \x1c or \x85, which would
+    # number the lines differently from an editor.
+    for number, line in enumerate(data.split(b"\n"), 1):
+        line = line.strip()
+        if not line:
             continue
-        properties[match[1]] = int(match[2])
+        match = _LINE.fullmatch(line)
+        if match is None or abs(int(match[2])) > MAX_PROPERTY:
+            raise DetectError(f"{printable(str(path))}:{number}: {EXPECTED_LINE}")
+        properties[match[1].decode("ascii")] = int(match[2])
     return properties
+
+
+def _open(path: Path) -> int:
+    try:
+        return open_regular(path)
+    except OSError as e:
+        raise DetectError(f"{printable(str(path))}: cannot read: {e.strerror or e}") from None
+
+
+def _inside(root: Path, path: Path) -> tuple[Path, tuple[str, ...]]:
+    """``root`` and ``path`` with their links resolved, and the parts of ``path``
+    below ``root``; DetectError when the links lead out of ``root``."""
+    real_root = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(path))
+    if real != real_root and real_root not in real.parents:
+        raise DetectError(
+            f"{printable(str(path))}: leads out of {printable(str(root))} (a symlink to "
+            f"{printable(str(real))}); expected a KFD topology inside the tree"
+        )
+    return real_root, real.relative_to(real_root).parts
+
+
+def _open_inside(root: Path, path: Path) -> int:
+    """A descriptor of the regular file ``path``, whose links resolve inside ``root``.
+    It is opened through a Tree (no link followed), so a link swapped in after the
+    check is refused, not followed out."""
+    real_root, parts = _inside(root, path)
+    try:
+        with Tree(real_root, shown=root) as tree:
+            return tree.open_file(parts)
+    except TreeError as e:
+        raise DetectError(str(e)) from None
+
+
+def _node_names(root: Path, nodes: Path) -> list[str]:
+    """The node directories of the topology ``nodes``, by number; none when it does not
+    exist. DetectError for any other name: the kernel names them by number alone."""
+    if not os.path.lexists(nodes):
+        return []
+    real_root, parts = _inside(root, nodes)
+    try:
+        with Tree(real_root, shown=root) as tree:
+            names = tree.names(parts)
+    except TreeError as e:
+        raise DetectError(str(e)) from None
+    for name in names:
+        if not _NODE.fullmatch(name):
+            raise DetectError(
+                f"{printable(str(nodes / name))}: expected a node directory named by "
+                "its number in ASCII digits (0, 1, 2 ...)"
+            )
+    return sorted(names, key=int)
 
 
 def detect(root: Path = Path("/")) -> list[Gpu]:
     """Every GPU node under ``root``'s KFD topology, by node number; DetectError
     "no AMD GPU found" when there is none (no topology, or CPU nodes only)."""
     nodes = root / NODES
-    try:
-        names = [name for name in os.listdir(nodes) if name.isdigit()]
-    except FileNotFoundError:
-        names = []
-    except OSError as e:
-        raise DetectError(f"{printable(str(nodes))}: cannot read: {e.strerror or e}") from None
     gpus = []
-    for name in sorted(names, key=int):
+    for name in _node_names(root, nodes):
         path = nodes / name / "properties"
         if not os.path.lexists(path):
             continue  # a node being added or removed (hot plug)
-        properties = read_properties(path)
+        properties = read_properties(path, root)
         vendor = properties.get("vendor_id", AMD_VENDOR_ID)
         if properties.get("simd_count", 0) == 0 or vendor != AMD_VENDOR_ID:
             continue  # a CPU node

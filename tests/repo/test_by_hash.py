@@ -143,8 +143,12 @@ def test_release_fields_from_the_options(tmp_path):
     [
         ("--codename", "a b", "--codename 'a b': expected a plain name"),
         ("--codename", "x/y", "--codename 'x/y': expected a plain name"),
-        ("--keep-generations", "0", "--keep-generations 0: expected 1 or more"),
+        ("--keep-generations", "0", "--keep-generations 0: expected 1 to 10,000"),
         ("--valid-for", "-1", "--valid-for -1: expected a number of days"),
+        # Past a time_t (and a Release date), and past any kept window: refused by name,
+        # not an OverflowError from the clock or sqlite.
+        ("--valid-for", str(10**30), f"--valid-for {10**30}: expected a number of days, 1 to"),
+        ("--keep-generations", str(10**30), f"--keep-generations {10**30}: expected 1 to"),
     ],
 )
 def test_a_bad_release_option_is_one_error_and_writes_nothing(tmp_path, option, value, expected):

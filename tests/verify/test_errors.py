@@ -4,7 +4,10 @@ no traceback, and nothing half-written."""
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -184,3 +187,24 @@ def test_repo_with_a_key_gpg_does_not_have(tmp_path):
     assert result.exit_code == 1
     # Found when the public key to publish is exported, before anything is signed.
     assert "gpg has no public key" in result.stderr and "nobody@example.invalid" in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["primary", "filelists"])
+def test_verify_an_index_swapped_for_a_fifo_does_not_hang(tmp_path, kind):
+    """repomd.xml gives no size to check first: the index is opened only when it is a
+    regular file (a FIFO's read would wait for a writer forever)."""
+    root = make_repo(tmp_path, RPM, gfxarch_set())
+    (index,) = (root / "rpm/repodata").glob(f"*-{kind}.xml.gz")
+    index.unlink()
+    os.mkfifo(index)
+    result = subprocess.run(
+        [sys.executable, "-m", "gfxpack", "verify", "--repo", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"error: {index}: not a regular file (a FIFO) ({root}/rpm/repodata/repomd.xml lists it)"
+    ]

@@ -219,7 +219,9 @@ def test_json_schema(leaky_repo, tmp_path):
         (
             '[[waiver]]\nrule = "cros-arch"\npackage = "x"\nreason = "r"\n',
             "{file}, waiver 1: unknown rule 'cros-arch' (did you mean 'cross-arch'?) (one of "
-            "installable, cross-arch, arch-set, file-conflict)",
+            "installable, cross-arch, arch-set, file-conflict, dependency-cycle, "
+            "cross-arch-path, no-artifacts, missing-arch, dependency-omitted, "
+            "dependency-replaced, version-constraint, single-arch, placeholder)",
         ),
         (
             '[[waiver]]\nrule = "cross-arch"\npackages = "x"\nreason = "r"\n',
@@ -257,6 +259,15 @@ def test_json_schema(leaky_repo, tmp_path):
             "{file}: not valid TOML: Illegal character '\\n' (at line 2, column 19)",
         ),
         ("a = " + "[" * 5000 + "]" * 5000 + "\n", None),
+        *(
+            (
+                f'[[waiver]]\nrule = "installable"\npackage = "{pattern}"\nreason = "r"\n',
+                f"{{file}}, waiver 1: package '{pattern}' matches every package, which turns "
+                "the installable rule off; name the package the finding is about ('*' may "
+                "stand for part of it: amdrocm-core-sdk8.2-gfx*)",
+            )
+            for pattern in ("*", "**", "?*", "[a-z]*", "[!.]*")
+        ),
     ],
 )
 def test_a_malformed_waiver_file_is_one_error_naming_it(tmp_path, text, message):
@@ -293,3 +304,66 @@ def test_a_missing_unreadable_or_huge_waiver_file_is_one_error(tmp_path):
     binary.write_bytes(b"rule = '\xff'\n")
     result = verify(root, "--waivers", str(binary))
     assert result.stderr == f"error: {binary}: not UTF-8 text (byte 8)\n"
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["default", "strict"])
+def test_a_waiver_of_every_package_is_refused(tmp_path, strict):
+    """``package = "*"`` would turn a rule off: refused with or without --strict, before
+    anything is verified (a pattern with one literal character is a waiver)."""
+    root = make_repo(tmp_path, RPM, gfxarch_set())
+    every = waiver_file(tmp_path / "w.toml", {"rule": "cross-arch", "package": "*", "reason": "r"})
+    result = verify(root, "--waivers", str(every), *(["--strict"] if strict else []))
+    assert result.exit_code == 1 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: {every}, waiver 1: package '*' matches every package")
+    some = waiver_file(
+        tmp_path / "some.toml", {"rule": "cross-arch", "package": "*-gfx942", "reason": "r"}
+    )
+    result = verify(root, "--waivers", str(some))
+    assert result.exit_code == 0, result.output  # stale (it matches nothing): a warning
+    assert result.stderr.startswith("warning: waiver cross-arch *-gfx942 (")
+
+
+def unresolvable_repo(tmp_path):
+    """amdrocm-a needs libmissing1, which neither the repository nor the system has."""
+    return make_repo(tmp_path, RPM, {"amdrocm-a": {"depends": ("libmissing1",)}, "amdrocm-b": {}})
+
+
+def test_an_install_that_cannot_be_resolved_is_never_ok(tmp_path):
+    """Waivers may accept every finding the run makes (the request's own failure and the
+    missing requirement's); the install asked for still cannot be resolved, so the run
+    fails and no line says ok about it."""
+    root = unresolvable_repo(tmp_path)
+    args = ("--install", "amdrocm-a")
+    assert verify(root, *args).exit_code == 1  # the same run without waivers
+    waivers = waiver_file(
+        tmp_path / "w.toml",
+        {"rule": "installable", "package": "amdrocm-a", "reason": "known"},
+        {"rule": "installable", "package": "libmissing1", "reason": "known"},
+    )
+    args += ("--waivers", str(waivers))
+    (report,) = json.loads(verify(root, *args, "--json").stdout)
+    assert report["findings"] == [] and len(report["waived"]) == 2  # everything waived
+    assert report["ok"] is False
+    quiet = verify(root, *args, "-q")
+    assert quiet.exit_code == 1
+    assert quiet.stdout.startswith("FAIL: install amdrocm-a cannot be resolved (rpm)")
+    text = verify(root, *args)
+    assert text.exit_code == 1
+    assert "  FAIL  install amdrocm-a: cannot be resolved\n" in text.stdout
+    (rule,) = [x for x in text.stdout.splitlines() if x.startswith(("  ok ", "  FAIL ", "  note "))
+               and "every package in the repository is installable" in x]  # fmt: skip
+    assert rule.startswith("  FAIL  ")
+    assert text.stderr == (
+        "error: install amdrocm-a cannot be resolved (rpm); a waiver does not change that\n"
+    )
+
+
+@pytest.mark.parametrize("install", ["", ",", " , ;"])
+def test_an_install_naming_no_package_is_one_error(tmp_path, install):
+    """Not the repository-wide checks alone, answered with ok: the install asked for
+    names nothing."""
+    root = make_repo(tmp_path, RPM, gfxarch_set())
+    result = verify(root, "--install", install)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == f"error: --install {install!r}: names no package\n"

@@ -18,7 +18,8 @@ from gfxpack.errors import GfxpackError, StrictFailure
 
 if TYPE_CHECKING:
     from gfxpack.formats import PackageFormat
-    from gfxpack.plan import PlanOptions, ReleasePlan
+    from gfxpack.plan import Note, PlanOptions, ReleasePlan
+    from gfxpack.verify.waivers import Waiver
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -60,7 +61,7 @@ def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
             if debug:
                 traceback.print_exc()
             for line in str(e).splitlines() or [type(e).__name__]:
-                click.echo(f"error: {line}", err=True)
+                click.echo(f"error: {terminal_line(line)}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             click.echo("error: interrupted; nothing partial was left behind", err=True)
@@ -79,6 +80,16 @@ def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
             report_bug(e)
 
     return wrapper
+
+
+def terminal_line(text: str) -> str:
+    """``text`` as one line for a terminal: a message may quote what a hostile file
+    holds (a package name from an index, a version from the record), and a control
+    character in it (ESC, a bidirectional override) must not reach the terminal as one.
+    The one place messages are escaped; the escapes are text_fields.escaped's."""
+    from gfxpack.text_fields import escaped  # not at import: --help loads no library
+
+    return escaped(text)
 
 
 def _debugging() -> bool:
@@ -185,7 +196,56 @@ def report_warnings(warnings: Sequence[str], strict: bool, quiet: bool = False) 
         raise StrictFailure(warnings)
     if not quiet:
         for warning in warnings:
-            click.echo(f"warning: {warning}", err=True)
+            click.echo(f"warning: {terminal_line(warning)}", err=True)
+
+
+def waivers_option(command: Callable[P, R]) -> Callable[P, R]:
+    """``--waivers FILE`` of plan and build: verify's waiver file, for their warnings."""
+    return click.option(
+        "--waivers",
+        "waivers_path",
+        type=click.Path(dir_okay=False),
+        help="A TOML file of known warnings to accept, one [[waiver]] each with rule "
+        "(such as dependency-cycle), package and reason: the file verify --waivers takes "
+        "(see the release engineer guide). A waived warning is printed as waived, a "
+        "waiver that matches no warning is a warning itself: with --strict, only new "
+        "warnings and stale waivers fail.",
+    )(command)
+
+
+def load_plan_waivers(path: str | None) -> tuple[Waiver, ...]:
+    """The waivers of ``--waivers`` (none without it)."""
+    if path is None:
+        return ()
+    from gfxpack.verify.waivers import load_waivers
+
+    return load_waivers(path)
+
+
+def sort_out_warnings(
+    notes: Sequence[Note], waivers: Sequence[Waiver]
+) -> tuple[list[Note], list[tuple[Note, Waiver]], list[Waiver]]:
+    """(the warnings no waiver accepts, each waived one with its waiver, the waivers of
+    plan and build warnings that accepted none). Verify's waivers are passed by."""
+    if not waivers:
+        return list(notes), [], []  # and most runs need not load verify
+    from gfxpack.plan import WarningRule
+    from gfxpack.verify.rules import Violation
+    from gfxpack.verify.waivers import sort_out
+
+    ours = [w for w in waivers if w.rule in set(WarningRule)]
+    used: set[Waiver] = set()
+    kept: list[Note] = []
+    waived: list[tuple[Note, Waiver]] = []
+    for note in notes:
+        # A warning as verify's finding: the same matching, rule and package glob.
+        finding = Violation(str(note.rule or ""), "", note.message, packages=note.packages)
+        _, accepted = sort_out([finding], ours, used, judged=True)
+        if accepted:
+            waived.append((note, accepted[0].waiver))
+        else:
+            kept.append(note)
+    return kept, waived, [w for w in ours if w not in used]
 
 
 def print_notes(
@@ -194,13 +254,32 @@ def print_notes(
     verbose: bool = False,
     strict: bool = False,
     quiet: bool = False,
+    waivers: Sequence[Waiver] = (),
 ) -> None:
     """Config warnings and plan notes on stderr (informational ones only if verbose);
-    with ``strict`` any warning stops the command before anything is written."""
+    with ``strict`` any warning stops the command before anything is written. A warning
+    one of ``waivers`` accepts is printed as waived; a waiver accepting none is a
+    warning (stale)."""
     from gfxpack.plan import Severity
 
-    plan_warnings = [n.message for n in release_plan.notes if n.severity is Severity.WARNING]
-    report_warnings([*warnings, *plan_warnings], strict, quiet)
+    notes = [n for n in release_plan.notes if n.severity is Severity.WARNING]
+    kept, waived, stale = sort_out_warnings(notes, waivers)
+    if not quiet:
+        for note, waiver in waived:
+            click.echo(f"waived: {terminal_line(note.message)} ({waiver.reason})", err=True)
+    report_warnings(
+        [
+            *warnings,
+            *(n.message for n in kept),
+            *(
+                f"waiver {w.describe()} matches no warning of this release: remove it, "
+                "or correct it"
+                for w in stale
+            ),
+        ],
+        strict,
+        quiet,
+    )
     if verbose and not quiet:
         for note in release_plan.notes:
             if note.severity is not Severity.WARNING:
@@ -212,15 +291,25 @@ class ByteSize(click.ParamType):  # type: ignore[type-arg]  # generic only in ne
 
     name = "SIZE"
     _UNITS: ClassVar[dict[str, int]] = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
-    _SYNTAX = re.compile(r"^\s*(\d+)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+    # ASCII digits, few enough for int(): \d would also take an Arabic-indic digit, and
+    # int() refuses more than 4,300 digits with a ValueError.
+    _SYNTAX = re.compile(r"^\s*([0-9]{1,20})\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+    # A file offset (off_t): no size past it is one a file can have.
+    LARGEST = 2**63 - 1
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             return value
         match = self._SYNTAX.match(str(value))
-        if match is None or int(match[1]) == 0:
-            self.fail(f"{value!r}: expected a size such as 1073741824, 512M or 2G", param, ctx)
-        return int(match[1]) << self._UNITS[match[2].lower()]
+        size = int(match[1]) << self._UNITS[match[2].lower()] if match else 0
+        if not 0 < size <= self.LARGEST:
+            shown = repr(value) if len(str(value)) <= 40 else repr(str(value)[:40]) + "..."
+            self.fail(
+                f"{shown}: expected a size such as 1073741824, 512M or 2G (at most 8 EiB)",
+                param,
+                ctx,
+            )
+        return size
 
 
 def max_object_size_option(command: Callable[P, R]) -> Callable[P, R]:

@@ -18,6 +18,7 @@ from gfxpack.cli.common import (
     reports_errors,
     split_list,
     strict_option,
+    terminal_line,
 )
 
 if TYPE_CHECKING:
@@ -62,13 +63,22 @@ SHOWN = 20
     "--keyring",
     type=click.Path(dir_okay=False),
     help="OpenPGP public keys (binary or armored, as apt's signed-by takes): InRelease "
-    "or Release.gpg and repomd.xml.asc must be good signatures by one of them.",
+    "or Release.gpg, repomd.xml.asc and every RPM's header signature (dnf's gpgcheck) "
+    "must be good signatures by one of them, made by a key current apt and dnf accept.",
 )
 @click.option(
     "--deep",
     is_flag=True,
     help="Also check every package file's size and sha256 against its index, as apt and "
-    "dnf check each download.",
+    "dnf check each download; with --keyring, the signature of every .rpm in the "
+    "repository, listed or not.",
+)
+@click.option(
+    "--allow-weak-key",
+    is_flag=True,
+    help="Warn about, rather than fail on, a key of --keyring that signed here and that "
+    "current apt (sqv) or dnf rejects: RSA under 3072 bits, DSA, or bound or signing "
+    "with SHA-1.",
 )
 @click.option(
     "--all",
@@ -84,6 +94,13 @@ SHOWN = 20
     "package and reason (see the release engineer guide); a waiver that matches nothing "
     "is a warning.",
 )
+@click.option(
+    "--expires-within",
+    type=click.IntRange(0, 36_500),
+    metavar="DAYS",
+    help="Warn when the apt Release's Valid-Until is less than DAYS away, or past (apt "
+    "then refuses the repository): time to publish or run gfxpack stream refresh.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Print one summary line.")
 @strict_option
@@ -96,8 +113,10 @@ def verify_command(
     suite: str | None,
     keyring: str | None,
     deep: bool,
+    allow_weak_key: bool,
     judge_all: bool,
     waivers: str | None,
+    expires_within: int | None,
     as_json: bool,
     quiet: bool,
     strict: bool,
@@ -124,12 +143,19 @@ def verify_command(
 
     First, as apt and dnf do, the indexes are checked against the digests of
     Release (which must say what InRelease says) and repomd.xml; with
-    --keyring, their signatures too; with --deep, every package file. Any
-    mismatch is an error.
+    --keyring, their signatures and every RPM's too, and the keys that made
+    them (one current apt or dnf rejects is an error); with --deep, every
+    package file. Any mismatch is an error.
     """
     from gfxpack import verify as verify_module  # libsolv: only when verify runs
+    from gfxpack.errors import GfxpackError
+    from gfxpack.text_fields import shown
 
     install = split_list(names)
+    if names and not install:
+        # --install "" or "," asks for an install and names none: checking only the
+        # repository then would answer a question nobody asked with "ok".
+        raise GfxpackError(f"--install {shown(' '.join(names))}: names no package")
     accepted = verify_module.load_waivers(waivers) if waivers else ()
     with _progress(as_json or quiet) as progress:
         reports = verify_module.verify(
@@ -143,13 +169,16 @@ def verify_command(
             deep=deep,
             waivers=accepted,
             judge_all=judge_all,
+            expires_within=expires_within,
+            allow_weak_key=allow_weak_key,
         )
     # One warning per stale waiver, naming the formats whose repository it matches nothing in.
     stale: dict[verify_module.Waiver, list[str]] = {}
     for report in reports:
         for waiver in report.stale_waivers:
             stale.setdefault(waiver, []).append(str(report.fmt))
-    warnings = [w for r in reports for w in r.warnings]
+    # A warning about the keyring is every format's: said once.
+    warnings = list(dict.fromkeys(w for r in reports for w in r.warnings))
     warnings += [
         f"waiver {w.describe()} matches no finding in {', '.join(fmts)}: remove it, or correct it"
         for w, fmts in stale.items()
@@ -166,7 +195,16 @@ def verify_command(
     report_warnings(warnings, strict and all(r.ok for r in reports))
     if not all(r.ok for r in reports):
         count = sum(len(r.violations) for r in reports)
-        click.echo(f"error: {count} violation(s) of the package graph's rules", err=True)
+        unresolved = [str(r.fmt) for r in reports if r.unresolved]
+        if count or not unresolved:
+            click.echo(f"error: {count} violation(s) of the package graph's rules", err=True)
+        if unresolved:
+            request = terminal_line(" ".join(install))
+            click.echo(
+                f"error: install {request} cannot be resolved ({', '.join(unresolved)}); a "
+                "waiver does not change that",
+                err=True,
+            )
         sys.exit(1)
 
 
@@ -199,7 +237,11 @@ def _progress(quiet: bool) -> Iterator[Callable[[PackageFormat, int, int], None]
 def _print_report(report: verify_module.Report) -> None:
     from gfxpack.verify import RULES
 
-    echo = click.echo
+    def echo(line: str) -> None:
+        # Names, versions and messages come from the repository's indexes and the
+        # waiver file: a control character in them must not reach the terminal.
+        click.echo(terminal_line(line))
+
     echo(f"{report.fmt}: {report.repository}, {report.packages} packages; system: {report.system}")
     echo(f"  ok    indexes match their digests; {report.trust}")
     if report.files_checked is not None:
@@ -221,10 +263,15 @@ def _print_report(report: verify_module.Report) -> None:
             f"{' '.join(report.install)} brings; findings elsewhere are notes (--all judges "
             "them too)"
         )
+    if report.unresolved:
+        echo(f"  FAIL  install {' '.join(report.install)}: cannot be resolved")
     for rule, text in RULES.items():
         failed = sum(v.rule == rule for v in report.violations)
         noted = sum(v.rule == rule for v in report.notes)
         waived = sum(w.finding.rule == rule for w in report.waived)
+        # A request that cannot be resolved fails installable even when a waiver
+        # accepts the finding that says so.
+        failed += rule == "installable" and report.unresolved
         mark = "FAIL" if failed else "note" if noted else "ok"
         count = report.checked.get(rule, 0)
         extra = "".join(f"; {n} {what}" for n, what in ((waived, "waived"), (noted, "notes")) if n)
@@ -254,7 +301,7 @@ def _summary(reports: list[verify_module.Report], stale: int, failing_warnings: 
     findings, 1 waived, 3 notes elsewhere``. ``stale``: how many waivers matched
     nothing; ``failing_warnings``: --strict fails the run on its warnings."""
     failed = sum(len(r.violations) for r in reports)
-    status = "ok" if failed == 0 and not failing_warnings else "FAIL"
+    status = "ok" if all(r.ok for r in reports) and not failing_warnings else "FAIL"
     formats = ", ".join(str(r.fmt) for r in reports)
     first = reports[0]
     request = " ".join(first.install)
@@ -279,4 +326,4 @@ def _summary(reports: list[verify_module.Report], stale: int, failing_warnings: 
         counts.append(f"{notes} note(s) elsewhere")
     if stale:
         counts.append(f"{stale} stale waiver(s)")
-    return f"{status}: {scope}; {', '.join(counts)}"
+    return terminal_line(f"{status}: {scope}; {', '.join(counts)}")

@@ -109,17 +109,32 @@ class RepositoryNames:
         check_lifetimes(self.keep_generations, self.valid_for_days)
 
 
+# Upper bounds, far inside what a time_t and the record hold (10**30 days was an
+# OverflowError): 100 years of Valid-Until, and 27 years of nightlies' generations,
+# already an archive rather than apt's window for a slow mirror.
+MAX_KEEP_GENERATIONS = 10_000
+MAX_VALID_FOR_DAYS = 36_500  # 100 years
+
+
 def check_lifetimes(keep_generations: int, valid_for_days: int | None) -> None:
-    """--keep-generations and --valid-for are 1 or more; otherwise one error naming it."""
-    if keep_generations < 1:
+    """--keep-generations and --valid-for are 1 or more, and at most their bound;
+    otherwise one error naming the option."""
+    if not 1 <= keep_generations <= MAX_KEEP_GENERATIONS:
         raise RepoError(
-            f"--keep-generations {keep_generations}: expected 1 or more "
-            "(1 keeps only the newest indexes)"
+            f"--keep-generations {_number(keep_generations)}: expected 1 to "
+            f"{MAX_KEEP_GENERATIONS:,} (1 keeps only the newest indexes)"
         )
-    if valid_for_days is not None and valid_for_days < 1:
+    if valid_for_days is not None and not 1 <= valid_for_days <= MAX_VALID_FOR_DAYS:
         raise RepoError(
-            f"--valid-for {valid_for_days}: expected a number of days, 1 or more (0: no end)"
+            f"--valid-for {_number(valid_for_days)}: expected a number of days, 1 to "
+            f"{MAX_VALID_FOR_DAYS:,} (100 years; 0: no end)"
         )
+
+
+def _number(value: int) -> str:
+    """``value`` for a message; one too long to read (or for str(), past 4,300 digits)
+    by its length."""
+    return str(value) if abs(value) < 10**40 else "(a number of more than 40 digits)"
 
 
 # What a repository is called when no option names it.

@@ -14,6 +14,7 @@ the repository shows is stale.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,12 +23,15 @@ from typing import Any
 from gfxpack.formats import FORMATS, PackageFormat
 from gfxpack.relations import InvalidRelation
 from gfxpack.verify import rules
-from gfxpack.verify.integrity import Keyring, mismatches
+from gfxpack.verify.integrity import Keyring, mismatches, symlinked_directories
 from gfxpack.verify.resolution import Resolution, resolve
 from gfxpack.verify.rules import RULES, Violation
+from gfxpack.verify.signers import check_rpm_signatures, judge_signers, unlisted_packages
 from gfxpack.verify.system import VerifyError, read_system
 from gfxpack.verify.universe import Universe, load, locate
 from gfxpack.verify.waivers import Waived, Waiver, load_waivers, sort_out
+
+DAY = 86_400
 
 __all__ = [
     "RULES",
@@ -67,10 +71,18 @@ class Report:
     # how the indexes were vouched for, and how many package files --deep checked
     trust: str = ""
     files_checked: int | None = None
+    # when apt stops accepting the indexes (Unix time; None: never)
+    valid_until: int | None = None
+
+    @property
+    def unresolved(self) -> bool:
+        """The install asked for cannot be resolved: a failed run, whatever a waiver
+        accepts (it waives a finding, not the question the run was asked)."""
+        return self.resolution is not None and not self.resolution.ok
 
     @property
     def ok(self) -> bool:
-        return not self.violations
+        return not self.violations and not self.unresolved
 
     def as_dict(self) -> dict[str, Any]:
         resolution = self.resolution
@@ -113,16 +125,24 @@ def verify(
     deep: bool = False,
     waivers: Sequence[Waiver] = (),
     judge_all: bool = False,
+    allow_weak_key: bool = False,
+    expires_within: int | None = None,
+    now: int | None = None,
 ) -> list[Report]:
     """Resolve ``install`` and check every rule, for ``fmt`` or every format under ``root``.
 
     The indexes are checked against their Release or repomd.xml first, and their
-    signatures against ``keyring`` when given; ``deep`` checks every package file's
-    size and sha256 against its index too.
+    signatures against ``keyring`` when given, with every RPM's own signature (and the
+    keys that signed, refused as current apt and dnf refuse them unless
+    ``allow_weak_key``: then a warning); ``deep`` checks every package file's size and
+    sha256 against its index too, and with ``keyring`` the signature of every RPM in
+    the repository, listed or not.
 
     With ``install``, the findings judged are those of what installing it brings
     (Decision 17); the rest of the repository's are notes, unless ``judge_all``.
-    A finding a waiver matches is waived instead, judged or not."""
+    A finding a waiver matches is waived instead, judged or not. With
+    ``expires_within`` (days), an apt Release whose Valid-Until is less than that after
+    ``now`` (default: the clock) is a warning."""
     if not Path(root).is_dir():
         raise VerifyError(f"{root}: not a directory (give the --out directory of gfxpack repo)")
     present = formats_in(root)
@@ -144,8 +164,15 @@ def verify(
         report = _verify_format(
             root, chosen_fmt, install, system, suite, progress, keys, deep, judge_all
         )
+        if expires_within is not None:
+            report.warnings += _expiry(report, expires_within, now)
         _apply(report, [w for w in waivers if w.applies_to(chosen_fmt)])
         reports.append(report)
+    if keys is not None:
+        said: list[str] = []
+        judge_signers(keys, allow_weak_key, said.append)
+        for report in reports:
+            report.warnings += said
     return reports
 
 
@@ -164,11 +191,20 @@ def _verify_format(
     files_checked = None
     if deep:
         files = list(universe.package_files())
-        problems = mismatches(universe.root, iter(files))
+        # A symlinked directory first: what is listed under it is not the repository's.
+        problems = symlinked_directories(universe.root)
+        problems += mismatches(universe.root, iter(files))
         if problems:
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
             raise VerifyError(f"{problems[0]}{more}: the repository was changed after publishing")
         files_checked = len(files)
+    trust = universe.trust
+    if keyring is not None and fmt.signs_packages:
+        listed = [universe.root / where for where, _ in universe.package_files()]
+        if deep:
+            listed += unlisted_packages(universe.root, set(listed), fmt.extension)
+        checked = check_rpm_signatures(listed, keyring)
+        trust += f"; {checked} package signature(s) by a key of {keyring.path}"
     index = rules.ArchIndex(universe)
     packages = universe.packages()
     report = Report(
@@ -179,9 +215,10 @@ def _verify_format(
         install,
         None,
         dict.fromkeys(RULES, 0),
-        trust=universe.trust,
+        trust=trust,
         files_checked=files_checked,
     )
+    report.valid_until = universe.valid_until
     if not universe.has_file_lists:
         listing = fmt.file_lists
         report.warnings.append(
@@ -239,6 +276,25 @@ def _verify_format(
     report.violations = causes[0] + judged
     report.notes = causes[1] + elsewhere
     return report
+
+
+def _expiry(report: Report, within_days: int, now: int | None) -> list[str]:
+    """A warning when the indexes of ``report`` expire less than ``within_days`` after
+    ``now``, or have expired: apt then refuses the repository ("Release file ... is
+    expired") until it is published or refreshed."""
+    until = report.valid_until
+    if until is None:
+        return []
+    now = int(time.time()) if now is None else now
+    if until - now >= within_days * DAY:
+        return []
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until))
+    state = "expired" if until <= now else "expires"
+    return [
+        f"{report.repository}: {state} {when} (Valid-Until), within --expires-within "
+        f"{within_days} days; apt refuses it from then on: publish into it or run gfxpack "
+        "stream refresh"
+    ]
 
 
 def _apply(report: Report, waivers: Sequence[Waiver]) -> None:

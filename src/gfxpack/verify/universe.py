@@ -26,12 +26,14 @@ import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
 from functools import cached_property, reduce
 from pathlib import Path
 
 import solv
 
 from gfxpack.formats import DEB, PackageFormat
+from gfxpack.regular_files import read_regular
 from gfxpack.relations import InvalidRelation, Relation, render_deb
 from gfxpack.repo.debfile import parse_stanzas
 from gfxpack.verify.integrity import (
@@ -40,6 +42,7 @@ from gfxpack.verify.integrity import (
     Listed,
     checked_release,
     checked_repomd,
+    cleartext,
     read_repomd,
 )
 from gfxpack.verify.system import SystemPackage, VerifyError
@@ -85,6 +88,8 @@ class Universe:
     trust: str = ""
     # solvable id -> (Size, SHA256) of its Packages stanza (DEB; RPM asks libsolv)
     _listed: dict[int, tuple[str, str]] = field(default_factory=dict)
+    # when apt stops accepting the indexes (the Release's Valid-Until), in Unix time
+    valid_until: int | None = None
 
     # solvable id -> ((dependency id, provider ids), ...) of its requirements; the
     # pool never changes once loaded, so each is asked of libsolv once.
@@ -333,7 +338,8 @@ def _verified(
     try:
         if size is not None and path.stat().st_size != size:
             raise VerifyError(f"{path}: not the {size} bytes {index} lists")
-        data = path.read_bytes()
+        # Regular files only: a FIFO would hang the read, a device never end it.
+        data = read_regular(path)
     except OSError as e:
         raise VerifyError(f"{path}: {e.strerror} ({index} lists it)") from None
     if hashlib.new(algorithm, data).hexdigest() != digest:
@@ -367,6 +373,7 @@ def load_apt(universe: Universe, suite: str | None, deps: DepIds, keyring: Keyri
     suite = pick_suite(dists, suite)
     release = dists / suite / "Release"
     digests, universe.trust = checked_release(dists / suite, keyring)
+    universe.valid_until = _valid_until(dists / suite)
     seen: set[str] = set()
     for name in sorted({n.rsplit("/", 1)[0] for n in digests if "/binary-" in n}):
         # Each binary-<arch> lists the arch-all packages again: read those once.
@@ -397,6 +404,27 @@ def load_apt(universe: Universe, suite: str | None, deps: DepIds, keyring: Keyri
         if "/Contents-" in n and (dists / suite / n).exists()
     ]
     return f"{universe.root} (suite {suite})"
+
+
+def _valid_until(dist: Path) -> int | None:
+    """The Valid-Until of the Release in ``dist`` (InRelease's when there is no Release,
+    checked_release having made sure they agree), in Unix time; None without one."""
+    release, inrelease = dist / "Release", dist / "InRelease"
+    try:
+        if release.is_file():
+            where, data = release, release.read_bytes()
+        else:
+            where, data = inrelease, cleartext(inrelease.read_bytes(), inrelease)
+    except OSError as e:
+        raise VerifyError(f"{dist}: cannot read: {e.strerror}") from None
+    stanzas = parse_stanzas(data.decode("utf-8", errors="replace"))
+    text = stanzas[0].get("Valid-Until") if stanzas else None
+    if text is None:
+        return None
+    try:
+        return int(parsedate_to_datetime(text).timestamp())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        raise VerifyError(f"{where}: Valid-Until {text!r} is not a date") from None
 
 
 def _add_deb(universe: Universe, stanza: dict[str, str], deps: DepIds, index: Path) -> None:
@@ -438,7 +466,7 @@ def load_rpmmd(universe: Universe, keyring: Keyring | None) -> None:
     repomd_path = universe.root / "repodata" / "repomd.xml"
     universe.trust = checked_repomd(repomd_path.parent, keyring)
     try:
-        records = read_repomd(repomd_path.read_bytes(), repomd_path)
+        records = read_repomd(read_regular(repomd_path), repomd_path)
     except OSError as e:
         raise VerifyError(f"{repomd_path}: cannot read: {e.strerror}") from None
     if "primary" not in records:

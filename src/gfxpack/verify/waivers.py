@@ -15,12 +15,23 @@ package that cannot be installed or the requirement nothing provides
 (installable), either owner of a shared file (file-conflict). ``*`` in it
 matches any characters (``amdrocm-core-sdk8.2-gfx*``). A waiver that matches
 no finding of a repository it applies to is stale, and reported.
+
+A ``package`` of wildcards alone (``*``, ``?*``, ``[a-z]*``) matches every package:
+such a waiver would turn its rule off rather than accept a known finding, so it is
+refused, with or without ``--strict`` (there is no run it is right for; a rule that
+should not run is a decision for the rules, not a waiver file).
+
+The same file waives the warnings of ``gfxpack plan`` and ``gfxpack build`` (rules
+``dependency-cycle``, ``no-artifacts``...: :class:`gfxpack.plan.WarningRule`), whose
+``package`` is any package the warning names; verify passes those by, and plan and
+build pass verify's.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,6 +39,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from gfxpack.formats import FORMATS, PackageFormat
+from gfxpack.plan import WarningRule
 from gfxpack.regular_files import open_regular
 from gfxpack.verify.rules import RULES, Violation
 from gfxpack.verify.system import VerifyError
@@ -35,7 +47,12 @@ from gfxpack.verify.system import VerifyError
 # A waiver file lists known findings, a few dozen at most: a bigger one is a mistake.
 MAX_SIZE = 1 << 20
 _KEYS = ("rule", "package", "reason", "path", "format")
+# fnmatch's wildcards: '*', '?' and a class ('[...]', '[!...]', ']' first is literal);
+# a '[' without its ']' is a literal character.
+_WILDCARD = re.compile(r"\*|\?|\[!?\]?[^\]]*\]")
 _FORMAT_NAMES = tuple(str(fmt) for fmt in FORMATS)
+# verify's rules, then the warnings of plan and build (one waiver file serves all three).
+_RULES = (*RULES, *(str(rule) for rule in WarningRule))
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +66,9 @@ class Waiver:
     source: str = ""
 
     def applies_to(self, fmt: PackageFormat) -> bool:
-        return self.format is None or self.format == str(fmt)
+        """Whether verify judges ``fmt``'s repository by it (a plan or build warning's
+        waiver applies to no repository)."""
+        return self.rule in RULES and (self.format is None or self.format == str(fmt))
 
     def matches(self, finding: Violation) -> bool:
         return (
@@ -145,19 +164,27 @@ def _waiver(entry: dict[str, Any], source: str) -> Waiver:
         values[key] = value.strip() if isinstance(value, str) else None
     rule, package, reason = values["rule"], values["package"], values["reason"]
     if rule is None:
-        raise VerifyError(f"{source}: 'rule' is required (one of {', '.join(RULES)})")
-    if rule not in RULES:
+        raise VerifyError(f"{source}: 'rule' is required (one of {', '.join(_RULES)})")
+    if rule not in _RULES:
         raise VerifyError(
-            f"{source}: unknown rule {rule!r}{_did_you_mean(rule, RULES)} "
-            f"(one of {', '.join(RULES)})"
+            f"{source}: unknown rule {rule!r}{_did_you_mean(rule, _RULES)} "
+            f"(one of {', '.join(_RULES)})"
         )
     if package is None:
         raise VerifyError(f"{source}: 'package' is required (the package the finding is about)")
+    if not _WILDCARD.sub("", package):
+        raise VerifyError(
+            f"{source}: package {package!r} matches every package, which turns the {rule} "
+            "rule off; name the package the finding is about ('*' may stand for part of "
+            "it: amdrocm-core-sdk8.2-gfx*)"
+        )
     if reason is None:
         raise VerifyError(f"{source}: 'reason' is required (why the finding is accepted)")
     if values["path"] is not None and rule != "file-conflict":
         raise VerifyError(f"{source}: 'path' names a shared file, so it is for file-conflict only")
     fmt = values["format"]
+    if fmt is not None and rule not in RULES:
+        raise VerifyError(f"{source}: 'format' is for verify's rules; {rule} is a plan warning")
     if fmt is not None and fmt not in _FORMAT_NAMES:
         raise VerifyError(
             f"{source}: unknown format {fmt!r}{_did_you_mean(fmt, _FORMAT_NAMES)} "
