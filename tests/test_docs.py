@@ -9,8 +9,15 @@ and anchor inside docs/.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 import tomllib
+from pathlib import Path
+
+import pytest
 
 from gfxpack.cli.reference import DOC_PAGE, MAN_DIR, cli_markdown, generated, walk
 from tests.conftest import ROOT
@@ -58,6 +65,26 @@ def test_man_pages_are_installed_with_the_package():
     data_files = config["tool"]["setuptools"]["data-files"]
     assert data_files["share/man/man1"] == [f"{MAN_DIR}/*.1"]
     assert len(list((ROOT / MAN_DIR).glob("*.1"))) > 20
+
+
+def test_man_gfxpack_works_in_the_venv_make_creates():
+    """An editable install leaves data-files out, so make links man/ into
+    .venv/share/man/man1; man-db looks there for a bin/ on PATH (an activated venv)."""
+    venv = ROOT / ".venv"
+    if Path(sys.prefix) != venv or shutil.which("man") is None:
+        pytest.skip("not run from the .venv make creates, or man is not installed")
+    environment = {k: v for k, v in os.environ.items() if k != "MANPATH"}
+    environment["PATH"] = f"{venv / 'bin'}:/usr/bin:/bin"
+    found = subprocess.run(
+        ["man", "-w", "gfxpack-kpack-resolve"], env=environment, capture_output=True, text=True
+    )
+    assert found.stdout.strip() == str(venv / "share/man/man1/gfxpack-kpack-resolve.1"), (
+        found.stderr
+    )
+    assert (
+        Path(found.stdout.strip()).read_text()
+        == (ROOT / MAN_DIR / "gfxpack-kpack-resolve.1").read_text()
+    )
 
 
 def test_readme_is_one_screen_and_its_links_resolve():

@@ -107,6 +107,14 @@ GENERIC: dict[str, str] = {p.name: p.generic for p in TABLE if p.generic}
 # that the first one a word starts with is the right one (gfx1100 before gfx110...).
 PROCESSORS_BY_LENGTH: tuple[str, ...] = tuple(sorted(sorted(BY_NAME), key=len, reverse=True))
 FEATURES = ("sramecc", "xnack")  # the target features a target id may set
+# The processors with an xnack mode (LLVM's AMDGPUUsage processor table, the rows
+# listing the xnack feature). A device of one runs each process with xnack on or off
+# (HSA_XNACK=1: on; off by default) and loads code built for that mode or for either.
+XNACK_PROCESSORS = frozenset(
+    {"gfx801", "gfx810", "gfx900", "gfx902", "gfx904", "gfx906", "gfx908", "gfx909", "gfx90a",
+     "gfx90c", "gfx940", "gfx941", "gfx942", "gfx950", "gfx1010", "gfx1011", "gfx1012",
+     "gfx1013"}
+)  # fmt: skip
 
 
 def gfx_target_version(processor: str) -> int | None:

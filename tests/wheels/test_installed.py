@@ -147,3 +147,31 @@ def hip_build_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.fatbin.conftest import build_once
 
     return build_once(tmp_path_factory).one_file
+
+
+@pytest.mark.parametrize("kind", ["not-utf8", "fifo", "symlink"])
+def test_a_hostile_record_is_one_error_naming_it(venv: Path, tmp_path: Path, kind: str) -> None:
+    """A RECORD that is not UTF-8, a FIFO (no hang) or a link to a file elsewhere: one
+    error line naming it, no traceback."""
+    [site] = venv.glob("lib/python*/site-packages")
+    forged = site / "forged-1.0.dist-info"
+    forged.mkdir()
+    record = forged / "RECORD"
+    if kind == "not-utf8":
+        record.write_bytes(b"\xff\xfe,,\n")
+        problem = f"{record}: not a RECORD: 'utf-8' codec can't decode"
+    elif kind == "fifo":
+        os.mkfifo(record)
+        problem = f"{record}: cannot read: not a regular file (a FIFO)"
+    else:
+        (tmp_path / "elsewhere").write_text("x,,\n")
+        os.symlink(tmp_path / "elsewhere", record)
+        problem = f"{record}: cannot read: not a regular file (a symlink)"
+    try:
+        result = check("--venv", str(venv), "--dist", "forged", "--arch", "gfx90a")
+        assert result.exit_code == 1
+        [line] = result.output.splitlines()
+        assert line.startswith(f"error: {problem}"), line
+    finally:
+        record.unlink()
+        forged.rmdir()

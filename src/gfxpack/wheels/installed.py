@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
+from packaging.utils import InvalidName, canonicalize_name
 
 from gfxpack import kpack
 from gfxpack.fatbin.libraries import LibraryReport, check_library, forms_of, is_elf
@@ -46,7 +46,7 @@ MAX_METADATA = 16 << 20
 class Distribution:
     """One installed distribution: its dist-info and the files its RECORD lists."""
 
-    name: str  # as its dist-info directory spells it
+    name: str  # as its METADATA spells it (else its dist-info directory)
     version: str
     site: Path
     dist_info: Path
@@ -69,6 +69,8 @@ class Checked:
         extra = self.distribution.device_extra(report.arch)
         if report.found or not report.split or extra is None:
             return ""
+        if not _is_name(self.distribution.name):
+            return ""  # only a valid name goes into a line to paste
         return f"pip install '{self.distribution.name}[{extra}]'"
 
 
@@ -115,7 +117,8 @@ def distributions(site: Path) -> list[Distribution]:
         if not name.endswith(".dist-info") or not _is_directory(dist_info):
             continue
         project, _, version = name.removesuffix(".dist-info").partition("-")
-        found.append(Distribution(project, version, site, dist_info, _extras(dist_info)))
+        project, extras = _metadata(dist_info, project)
+        found.append(Distribution(project, version, site, dist_info, extras))
     return found
 
 
@@ -134,11 +137,25 @@ def _read(path: Path, limit: int) -> bytes | None:
     return data
 
 
-def _extras(dist_info: Path) -> tuple[str, ...]:
+def _metadata(dist_info: Path, fallback: str) -> tuple[str, tuple[str, ...]]:
+    """The Name (``fallback``, the dist-info's, when it has none) and the Provides-Extra
+    of a METADATA header; the body (the long description) is not parsed."""
     data = _read(dist_info / "METADATA", MAX_METADATA) or b""
     header = data.split(b"\n\n", 1)[0]
     parsed = email.parser.BytesHeaderParser(policy=email.policy.compat32).parsebytes(header)
-    return tuple(str(extra).strip() for extra in parsed.get_all("Provides-Extra") or [])
+    name = printable(str(parsed.get("Name", "")).strip())
+    extras = tuple(
+        printable(str(extra).strip()) for extra in parsed.get_all("Provides-Extra") or []
+    )
+    return (name if _is_name(name) else printable(fallback)), extras
+
+
+def _is_name(text: str) -> bool:
+    try:
+        canonicalize_name(text, validate=True)
+    except InvalidName:
+        return False
+    return True
 
 
 def installed_files(distribution: Distribution) -> list[Path]:
