@@ -13,7 +13,11 @@ from gfxpack.repo.state import DATABASE, SCHEMA_VERSION, PackageEntry, Piece, St
 
 
 def entry(name: str, ident: str = "tool 1.0-1 amd64") -> PackageEntry:
-    return PackageEntry(name, "deb", 10, "ab" * 32, ident, "amd64", {"stanza": {}}, "1:2:3:4")
+    """A .deb's row as a publish records it: its stanza names its pool file and digests."""
+    stanza = {"Package": "tool", "Version": "1.0-1", "Architecture": "amd64",
+              "Filename": f"pool/main/{name}", "Size": "10", "SHA256": "ab" * 32}  # fmt: skip
+    document = {"stanza": stanza, "paths": ["/opt/tool"]}
+    return PackageEntry(name, "deb", 10, "ab" * 32, ident, "amd64", document, "1:2:3:4")
 
 
 def test_a_new_record_is_empty_and_names_its_schema(tmp_path: Path) -> None:
@@ -95,3 +99,24 @@ def test_a_record_that_is_a_symlink_is_never_written_through(tmp_path: Path) -> 
     with pytest.raises(RepoError, match="not a regular file; the record is never followed"):
         State.open(tmp_path / "repo")
     assert elsewhere.read_bytes() == b""
+
+
+@pytest.mark.parametrize(
+    ("field", "planted"),
+    [
+        ("Filename", "../../../etc/shadow"),
+        ("SHA256", "cd" * 32),
+        ("Description", "x\nFilename: ../../evil.deb"),
+    ],
+)
+def test_an_entry_is_what_the_indexes_say_of_its_own_file(
+    tmp_path: Path, field: str, planted: str
+) -> None:
+    """A segment that loses a file has its pieces made again from its entries: each must
+    name its own pool file, with its own digests, in fields of one line."""
+    with State.open(tmp_path) as state, state.transaction():
+        state.add_files(1, [entry("tool_1.0-1_amd64.deb")])
+    with sqlite3.connect(tmp_path / DATABASE) as db:
+        db.execute("UPDATE files SET entry = json_set(entry, ?, ?)", (f"$.stanza.{field}", planted))
+    with State.open(tmp_path) as state, pytest.raises(RepoError, match="not a record of a"):
+        state.segment_entries(1)

@@ -18,13 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gfxpack._io import file_digests
+from gfxpack._io import hasher
 from gfxpack.errors import GfxpackError
 from gfxpack.formats.package_format import FORMATS, PackageFormat, format_of_file
 from gfxpack.outdir import INDEX
+from gfxpack.regular_files import open_regular
 
 # A package file name: one path component, no whitespace or control characters.
 FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~^%:-]*\.(deb|rpm)\Z")
+_CHUNK = 1 << 20
 # What an interrupted or failed gfxpack build leaves behind.
 BUILD_LEFTOVERS = (".gfxpack-partial-*", f".{INDEX}.partial")
 
@@ -48,10 +50,17 @@ class InputFile:
         return format_of_file(self.name)
 
 
-def digest(path: Path) -> tuple[int, str]:
-    """(size, sha256) of a file, read in chunks."""
-    size, (sha256,) = file_digests(path, "sha256")
-    return size, sha256
+def digest(path: Path, limit: int | None = None) -> tuple[int, str]:
+    """(size, sha256) of the regular file ``path``, read in chunks. Its last component
+    is never followed, and only a regular file is opened (a symlink, a FIFO or a device
+    is an OSError: NotARegularFile, or ELOOP), so a path swapped since it was checked
+    neither hangs nor streams forever; with ``limit``, at most ``limit`` + 1 bytes are
+    read (the size then says the file is not that one)."""
+    sink = hasher("sha256")
+    with open(open_regular(path, follow_symlinks=False), "rb") as file:
+        while chunk := file.read(_CHUNK if limit is None else min(_CHUNK, limit + 1 - sink.size)):
+            sink.write(chunk)
+    return sink.size, sink.hexdigest()
 
 
 def _regular(path: Path, where: str) -> os.stat_result:

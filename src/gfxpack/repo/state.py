@@ -19,11 +19,15 @@
   recorded is removed by the next (never a walk of the whole pool).
 * **settings**: what a later run reuses: the apt suite, the repository's names.
 
-Names read back from the database become pool paths only after the same check a
-``--in`` file name gets (one plain file name), so a damaged record cannot point a
-removal anywhere else.
+Every value read back is checked as the option or input it came from was
+(repo/recorded.py): names become pool paths only after the same check a ``--in`` file
+name gets (one plain file name), the suite is one plain name as ``--suite`` is, build
+versions and times are what gfxpack build and SOURCE_DATE_EPOCH take; so a damaged or
+planted record is refused with one line, and cannot point a write or a removal out of
+the repository. An empty file where the record was (a full disk, a lost copy) is no
+record (:func:`has_record`): the next run rebuilds it from the pools, as a missing one.
 
-One module for the record, a little over 500 lines: the schema and every statement
+One module for the record, a little over 600 lines: the schema and every statement
 run against it side by side, so a reader sees all that touches a table in one place.
 """
 
@@ -33,12 +37,14 @@ import contextlib
 import json
 import os
 import sqlite3
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gfxpack._io import FILE_MODE
+from gfxpack.repo import recorded
 from gfxpack.repo.inputs import FILE_NAME, RepoError
 
 DATABASE = ".gfxpack-repo.db"
@@ -137,6 +143,12 @@ class State:
             raise RepoError(f"{path}: not a regular file; the record is never followed out")
         if not create and not path.is_file():
             raise RepoError(f"{out}: no repository gfxpack published is there")
+        if not create and not has_record(out):
+            raise RepoError(
+                f"{path}: empty (a disk that filled up, a copy that lost it?); the next "
+                "gfxpack repo or stream command that changes the repository rebuilds it "
+                "from the package files of its pools"
+            )
         try:
             connection = sqlite3.connect(path, timeout=600, isolation_level=None)
             state = cls(path, connection)
@@ -156,7 +168,7 @@ class State:
                     f"{SCHEMA_VERSION} (use the gfxpack that published it, or a newer one)"
                 )
         except sqlite3.DatabaseError as e:
-            raise damaged(path, e) from None
+            raise failure(path, e) from None
         return state
 
     def close(self) -> None:
@@ -176,35 +188,45 @@ class State:
             try:
                 yield
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # SQLite has rolled back already after some errors (a full disk): the
+                # error that stopped the block is the one to tell, never the rollback's.
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.DatabaseError):
+                        self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
         except sqlite3.DatabaseError as e:
-            raise damaged(self.path, e) from None
+            raise failure(self.path, e) from None
 
     def _rows(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
         try:
             return self._db.execute(sql, parameters).fetchall()
         except sqlite3.DatabaseError as e:
-            raise damaged(self.path, e) from None
+            raise failure(self.path, e) from None
 
     def _run(self, sql: str, parameters: Sequence[Any] = ()) -> None:
         try:
             self._db.execute(sql, parameters)
         except sqlite3.DatabaseError as e:
-            raise damaged(self.path, e) from None
+            raise failure(self.path, e) from None
 
     def _run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         try:
             self._db.executemany(sql, rows)
         except sqlite3.DatabaseError as e:
-            raise damaged(self.path, e) from None
+            raise failure(self.path, e) from None
 
     # -- settings ------------------------------------------------------------------
 
     def setting(self, key: str) -> str | None:
+        """The setting ``key``, checked as the option it keeps (None: not set)."""
         rows = self._rows("SELECT value FROM settings WHERE key = ?", (key,))
-        return str(rows[0][0]) if rows else None
+        if not rows:
+            return None
+        problem = recorded.setting_problem(key, rows[0][0])
+        if problem:
+            raise damaged(self.path, problem)
+        return str(rows[0][0])
 
     def set_settings(self, values: dict[str, str | None]) -> None:
         for key, value in values.items():
@@ -229,17 +251,33 @@ class State:
         )
         if not rows:
             return None
-        return self._entry(rows[0]), rows[0][8]
+        retired = rows[0][8]
+        if retired is not None:
+            retired = self._integer(retired, f"the generation {name} was retired at")
+        return self._entry(rows[0]), retired
 
     def _entry(self, row: Sequence[Any]) -> PackageEntry:
         name = checked_name(self.path, row[0])
+        problem = recorded.file_problem(row[1], row[2], row[3], row[5])
+        if problem or not isinstance(row[4], str) or not isinstance(row[7], str):
+            raise damaged(self.path, f"{name}: {problem or 'its identity or stamp is not text'}")
         try:
             entry = json.loads(row[6])
-        except ValueError as e:
+        except (ValueError, TypeError, RecursionError) as e:
             raise damaged(self.path, e) from None
         if not isinstance(entry, dict):
             raise damaged(self.path, f"the entry of {name} is not an object")
+        # What the indexes say of it when they are made again (its segment lost a file).
+        problem = recorded.entry_problem(row[1], name, row[2], row[3], entry)
+        if problem:
+            raise damaged(self.path, f"{name}: {problem}")
         return PackageEntry(name, row[1], row[2], row[3], row[4], row[5], entry, row[7])
+
+    def _integer(self, value: object, what: str) -> int:
+        """``value`` read back as ``what``: an integer, or the record is damaged."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise damaged(self.path, f"{what} is {value!r}, not a number")
+        return value
 
     def live_owner(self, fmt: str, ident: str) -> str | None:
         """The live file of format ``fmt`` whose identity is ``ident``."""
@@ -247,7 +285,7 @@ class State:
             "SELECT name FROM files WHERE format = ? AND ident = ? AND retired IS NULL",
             (fmt, ident),
         )
-        return str(rows[0][0]) if rows else None
+        return checked_name(self.path, rows[0][0]) if rows else None
 
     def live_count(self, fmt: str) -> int:
         rows = self._rows("SELECT count(*) FROM files WHERE format = ? AND retired IS NULL", (fmt,))
@@ -255,14 +293,18 @@ class State:
 
     def live_stamps(self, fmt: str) -> list[tuple[str, str, int, str]]:
         """(name, stamp, size, sha256) of every live file of ``fmt``."""
-        return [
-            (checked_name(self.path, r[0]), r[1], r[2], r[3])
-            for r in self._rows(
-                "SELECT name, stamp, size, sha256 FROM files "
-                "WHERE format = ? AND retired IS NULL ORDER BY name",
-                (fmt,),
-            )
-        ]
+        found = []
+        for name, stamp_, size, sha256 in self._rows(
+            "SELECT name, stamp, size, sha256 FROM files "
+            "WHERE format = ? AND retired IS NULL ORDER BY name",
+            (fmt,),
+        ):
+            name = checked_name(self.path, name)
+            problem = recorded.digest_problem(size, sha256)
+            if problem or not isinstance(stamp_, str):
+                raise damaged(self.path, f"{name}: {problem or 'its stamp is not text'}")
+            found.append((name, stamp_, size, sha256))
+        return found
 
     def segment_entries(self, segment: int) -> list[PackageEntry]:
         """The live files of ``segment``, by name."""
@@ -282,7 +324,7 @@ class State:
                 f"SELECT name, segment FROM files WHERE retired IS NULL AND name IN ({marks})",
                 chunk,
             ):
-                found.setdefault(int(segment), []).append(str(name))
+                found.setdefault(self._integer(segment, "a segment"), []).append(str(name))
         return found
 
     def add_files(self, segment: int | None, entries: Iterable[PackageEntry]) -> None:
@@ -340,6 +382,18 @@ class State:
             )
         ]
 
+    def retired_files(self, fmt: str) -> list[tuple[str, int, int]]:
+        """(name, size, generation retired at) of every retired file of ``fmt`` whose
+        pool file an older generation still names, by name."""
+        return [
+            (checked_name(self.path, r[0]), int(r[1]), int(r[2]))
+            for r in self._rows(
+                "SELECT name, size, retired FROM files WHERE format = ? "
+                "AND retired IS NOT NULL ORDER BY name",
+                (fmt,),
+            )
+        ]
+
     def forget_files(self, names: Iterable[str]) -> None:
         self._run_many("DELETE FROM files WHERE name = ?", ((n,) for n in names))
 
@@ -362,20 +416,24 @@ class State:
 
     def segments(self, fmt: str) -> list[int]:
         return [
-            int(r[0])
+            self._integer(r[0], "a segment")
             for r in self._rows("SELECT id FROM segments WHERE format = ? ORDER BY id", (fmt,))
         ]
 
     def parts(self, fmt: str) -> set[str]:
         """The names of every piece the segments of ``fmt`` have."""
-        return {
-            str(r[0])
-            for r in self._rows(
-                "SELECT DISTINCT part FROM pieces JOIN segments ON segments.id = pieces.segment "
-                "WHERE segments.format = ?",
-                (fmt,),
-            )
-        }
+        found = set()
+        for (part,) in self._rows(
+            "SELECT DISTINCT part FROM pieces JOIN segments ON segments.id = pieces.segment "
+            "WHERE segments.format = ?",
+            (fmt,),
+        ):
+            # A piece's name becomes a directory of the indexes (binary-ARCH).
+            problem = recorded.part_problem(part)
+            if problem:
+                raise damaged(self.path, problem)
+            found.add(str(part))
+        return found
 
     def pieces(self, segment: int, parts: Sequence[str]) -> Iterator[Piece]:
         """The pieces of ``segment`` named ``parts``, in that order (missing ones skipped);
@@ -385,7 +443,10 @@ class State:
                 "SELECT plain, packed FROM pieces WHERE segment = ? AND part = ?", (segment, part)
             )
             if rows:
-                yield Piece(bytes(rows[0][0]), bytes(rows[0][1]))
+                plain, packed = rows[0]
+                if not isinstance(plain, bytes) or not isinstance(packed, bytes):
+                    raise damaged(self.path, f"the index piece {part} of {segment} is not bytes")
+                yield Piece(plain, packed)
 
     # -- builds --------------------------------------------------------------------
 
@@ -396,10 +457,15 @@ class State:
             "SELECT id, version, published, promoted_from FROM builds ORDER BY id"
         ):
             try:
-                origin = json.loads(promoted) if promoted is not None else None
+                origin = recorded.promoted_from(promoted)
             except ValueError as e:
                 raise damaged(self.path, e) from None
-            found.append(BuildRow(int(id_), str(version), int(published), origin))
+            problem = recorded.build_version_problem(version) or recorded.time_problem(
+                published, f"the date build {version} was published"
+            )
+            if problem:
+                raise damaged(self.path, problem)
+            found.append(BuildRow(self._integer(id_, "a build"), version, published, origin))
         return found
 
     def build_files(self, build: int) -> list[str]:
@@ -469,11 +535,12 @@ class State:
         ):
             try:
                 listed = json.loads(paths)
-            except ValueError as e:
+            except (ValueError, TypeError, RecursionError) as e:
                 raise damaged(self.path, e) from None
-            if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
-                raise damaged(self.path, "a generation that is not a list of paths")
-            found.append((int(number), listed))
+            problem = recorded.generation_problem(number, listed)
+            if problem:
+                raise damaged(self.path, problem)
+            found.append((number, listed))
         return found
 
     def set_generations(self, fmt: str, kept: Sequence[tuple[int, list[str]]]) -> None:
@@ -490,10 +557,13 @@ class State:
 
     def pending(self) -> list[tuple[str, str]]:
         """(format, name) of every pool file a run was adding."""
-        return [
-            (str(fmt), checked_name(self.path, name))
-            for fmt, name in self._rows("SELECT format, name FROM pending ORDER BY format, name")
-        ]
+        found = []
+        for fmt, name in self._rows("SELECT format, name FROM pending ORDER BY format, name"):
+            problem = recorded.format_problem(fmt)
+            if problem:
+                raise damaged(self.path, f"a pending file's {problem}")
+            found.append((str(fmt), checked_name(self.path, name)))
+        return found
 
     def clear_pending(self) -> None:
         self._run("DELETE FROM pending")
@@ -511,6 +581,44 @@ def checked_name(path: Path, name: object) -> str:
     if not isinstance(name, str) or not FILE_NAME.match(name):
         raise damaged(path, f"{name!r} is not a package file name")
     return name
+
+
+def has_record(out: Path) -> bool:
+    """Whether ``out`` has a record to read. An empty file is none: what a disk that
+    filled up while SQLite made it, or a copy that lost it, leaves; taken for an empty
+    repository, the next publish would drop every earlier package from the indexes, so
+    it is rebuilt from the pools as a missing record is. Anything else that is not a
+    regular file counts, for :meth:`State.open` to refuse."""
+    try:
+        info = (out / DATABASE).lstat()
+    except FileNotFoundError:
+        return False
+    return not stat.S_ISREG(info.st_mode) or info.st_size > 0
+
+
+# SQLite's primary result codes (the low byte of an extended one) that say the system
+# refused a write, not that the record is damaged.
+_REFUSED_WRITES = {
+    sqlite3.SQLITE_FULL: "no space left on the device",
+    sqlite3.SQLITE_READONLY: "a read-only file or file system",
+    sqlite3.SQLITE_IOERR: "an input/output error",
+    sqlite3.SQLITE_CANTOPEN: "cannot open it",
+    sqlite3.SQLITE_PERM: "permission denied",
+}
+
+
+def failure(path: Path, error: sqlite3.DatabaseError) -> RepoError:
+    """What SQLite's ``error`` on the record at ``path`` means: the system refused a
+    write (a full disk: the transaction was rolled back whole), or a damaged record."""
+    code = getattr(error, "sqlite_errorcode", None)
+    refused = _REFUSED_WRITES.get(code & 0xFF) if isinstance(code, int) else None
+    if refused is None:
+        return damaged(path, error)
+    return RepoError(
+        f"{path}: cannot write the record: {refused} ({error}); the record is whole: "
+        "free some space (or make it writable) and run the command again, which "
+        "completes or undoes what this one began"
+    )
 
 
 def damaged(path: Path, problem: object) -> RepoError:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from gfxpack._io import DIRECTORY_MODE, FILE_MODE, atomic_path
+from gfxpack.regular_files import NotARegularFile, file_kind
 from gfxpack.repo.inputs import InputFile, RepoError, digest
 from gfxpack.repo.state import PackageEntry
 
@@ -39,8 +40,12 @@ _NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL}
 
 def stamp(path: Path) -> str:
     """Changes whenever the file's bytes may have: size, mtime, ctime (which no one can
-    set back) and inode."""
-    info = path.stat()
+    set back) and inode; of the entry itself (a symlink put in its place is not
+    followed)."""
+    return _stamp_of(path.lstat())
+
+
+def _stamp_of(info: os.stat_result) -> str:
     return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}"
 
 
@@ -105,7 +110,17 @@ class Transaction:
 
     def __enter__(self) -> Transaction:
         make_dirs(self.out)
-        fd = os.open(self.out / LOCK, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        lock = self.out / LOCK
+        try:
+            # Never through a link: a dangling one would create its target anywhere.
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            raise RepoError(
+                f"{lock}: a symlink; gfxpack never follows one inside a repository "
+                "(remove it: the lock is made again)"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -173,23 +188,56 @@ class Transaction:
 def check_published(pool: Path, entry: PackageEntry) -> str:
     """The stamp of the published pool file of ``entry`` now, after checking its bytes
     are those recorded when its stamp changed."""
-    path = pool / entry.name
+    return check_recorded(pool / entry.name, entry.size, entry.sha256, entry.stamp)
+
+
+def check_recorded(path: Path, size: int, sha256: str, recorded_stamp: str) -> str:
+    """The stamp of the published pool file ``path`` now, after checking its bytes are
+    the ``size`` and ``sha256`` recorded when its stamp is not ``recorded_stamp``."""
     try:
-        now = stamp(path)
-        if entry.stamp == now:
-            return now
-        size, sha256 = digest(path)
+        info = path.lstat()
     except FileNotFoundError:
         raise RepoError(
             f"{path}: published, but gone from the pool; restore it from a backup"
         ) from None
-    if (size, sha256) != (entry.size, entry.sha256):
+    # What the entry is, and its size, say most changes before a byte is read: a FIFO
+    # would hang the hash, a link to /dev/zero never end it, a sparse file of 20 GB
+    # take minutes.
+    if not stat.S_ISREG(info.st_mode):
+        raise _changed(path, f"now {file_kind(info.st_mode)}, not the regular file published")
+    now = _stamp_of(info)
+    if recorded_stamp == now:
+        return now
+    if info.st_size != size:
+        raise _changed(path, f"{info.st_size} bytes, published {size}")
+    found = _published_digest(path, size)
+    if found != (size, sha256):
         raise RepoError(
-            f"{path}: its bytes differ from those published (sha256 {sha256}, "
-            f"recorded {entry.sha256}); a published file never changes: restore it, "
+            f"{path}: its bytes differ from those published (sha256 {found[1]}, "
+            f"recorded {sha256}); a published file never changes: restore it, "
             "nothing was re-signed"
         )
     return now
+
+
+def _changed(path: Path, how: str) -> RepoError:
+    return RepoError(
+        f"{path}: changed after publishing ({how}); a published file never changes: "
+        "restore it, nothing was re-signed"
+    )
+
+
+def _published_digest(path: Path, size: int) -> tuple[int, str]:
+    """(size, sha256) of the pool file ``path``, still a regular file: at most ``size``
+    + 1 bytes are read (more are a change, whatever they hold)."""
+    try:
+        return digest(path, size)
+    except NotARegularFile as e:
+        raise _changed(path, f"now {e.strerror}") from None
+    except OSError as e:
+        if e.errno != errno.ELOOP:
+            raise
+        raise _changed(path, "now a symlink") from None
 
 
 # --- placing files -----------------------------------------------------------------------

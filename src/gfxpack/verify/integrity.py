@@ -7,13 +7,17 @@
 * With a keyring, ``InRelease`` or ``Release.gpg`` (apt) and ``repomd.xml.asc`` (dnf's
   ``repo_gpgcheck``) must be good signatures by one of its keys, checked by gpgv.
 * Deep: every package file has the size and sha256 its index gives, as apt and dnf
-  check each download.
+  check each download (what the entry is and its size first, from ``lstat``: a FIFO
+  or a link to /dev/zero is never read), and no directory of the repository is a
+  symlink (gfxpack repo refuses to write through one).
 """
 
 from __future__ import annotations
 
 import base64
+import os
 import re
+import stat
 import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
@@ -21,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from gfxpack.regular_files import file_kind
 from gfxpack.repo.debfile import parse_stanzas
 from gfxpack.repo.inputs import digest
 from gfxpack.verify.system import VerifyError
@@ -170,33 +175,62 @@ class Keyring:
             raise VerifyError(f"{path}: an empty keyring")
         self.path = path
         self._data = data
+        # (primary key fingerprint, hash algorithm id) of every good signature checked:
+        # what the keys' policy is judged on (formats/openpgp.py)
+        self.signers: set[tuple[str, str]] = set()
 
     def check(self, signature: Path, signed: Path | None = None) -> bytes:
         """The signed bytes, after gpgv found a good signature by one of the keys
         (``signature`` detached from ``signed``, or clear-signed when ``signed`` is None)."""
+        result = self._gpgv([str(signature), *([str(signed)] if signed else [])])
+        if result.returncode != 0:
+            raise VerifyError(
+                f"{signature}: not a good signature by a key of {self.path}{_said(result)}"
+            )
+        return signed.read_bytes() if signed else result.stdout
+
+    def check_detached(self, signature: bytes, data: bytes, what: str) -> None:
+        """A good signature by one of the keys, ``signature`` of ``data``; ``what`` names
+        them in the error."""
+        with tempfile.TemporaryDirectory(prefix="gfxpack-gpgv-") as scratch:
+            (Path(scratch) / "signature").write_bytes(signature)
+            (Path(scratch) / "data").write_bytes(data)
+            result = self._gpgv([f"{scratch}/signature", f"{scratch}/data"])
+        if result.returncode != 0:
+            raise VerifyError(
+                f"{what}: not a good signature by a key of {self.path}{_said(result)}"
+            )
+
+    def _gpgv(self, arguments: list[str]) -> subprocess.CompletedProcess[bytes]:
         with tempfile.NamedTemporaryFile(suffix=".gpg") as keys:
             keys.write(self._data)
             keys.flush()
-            command = ["gpgv", "--keyring", keys.name, "--output", "-", str(signature)]
+            # gpg's status lines go to stderr with its messages; VALIDSIG names the key.
+            command = ["gpgv", "--status-fd", "2", "--keyring", keys.name, "--output", "-"]
             try:
-                result = subprocess.run(
-                    command + ([str(signed)] if signed else []), capture_output=True, check=False
-                )
+                result = subprocess.run([*command, *arguments], capture_output=True, check=False)
             except FileNotFoundError:
                 raise VerifyError(
                     "--keyring needs gpgv, which is not installed (apt-get install gpgv)"
                 ) from None
-        if result.returncode != 0:
-            said = [
-                line.removeprefix("gpgv: ")
-                for line in result.stderr.decode(errors="replace").splitlines()
-                if "signature" in line.lower()
-            ]
-            raise VerifyError(
-                f"{signature}: not a good signature by a key of {self.path}"
-                f"{': ' + said[-1] if said else ''}"
-            )
-        return signed.read_bytes() if signed else result.stdout
+        if result.returncode == 0:
+            for line in result.stderr.decode(errors="replace").splitlines():
+                fields = line.split()
+                # VALIDSIG fpr date time expires version reserved pk-algo hash-algo class
+                # primary-fpr
+                if fields[:2] == ["[GNUPG:]", "VALIDSIG"] and len(fields) >= 12:
+                    self.signers.add((fields[11], fields[9]))
+        return result
+
+
+def _said(result: subprocess.CompletedProcess[bytes]) -> str:
+    """What gpgv said about a signature it did not accept, as ': ...' (or nothing)."""
+    said = [
+        line.removeprefix("gpgv: ")
+        for line in result.stderr.decode(errors="replace").splitlines()
+        if "signature" in line.lower() and not line.startswith("[GNUPG:]")
+    ]
+    return f": {said[-1]}" if said else ""
 
 
 def checked_release(dist: Path, keyring: Keyring | None) -> tuple[dict[str, Listed], str]:
@@ -245,20 +279,52 @@ def checked_repomd(repodata: Path, keyring: Keyring | None) -> str:
     return f"repomd.xml.asc signed by a key of {keyring.path}"
 
 
+def _digest_or_none(path: Path, size: int) -> str | None:
+    """The sha256 of the regular file ``path`` (None: it is no longer one)."""
+    try:
+        return digest(path, size)[1]
+    except OSError:
+        return None
+
+
+def symlinked_directories(root: Path) -> list[str]:
+    """The symlinks to directories (or to nothing) among the directories under ``root``:
+    apt and dnf fetch through them over HTTP, and gfxpack repo refuses to write
+    through one."""
+    found = []
+    for directory, subdirectories, files in os.walk(root):
+        for name in sorted(subdirectories):
+            if os.path.islink(os.path.join(directory, name)):
+                found.append(f"{Path(directory, name)}: a symlinked directory")
+        found += [
+            f"{Path(directory, name)}: a dangling symlink"
+            for name in sorted(files)
+            if not os.path.exists(os.path.join(directory, name))
+        ]
+    return found
+
+
 def mismatches(root: Path, files: Iterator[tuple[str, Listed]]) -> list[str]:
-    """What differs between each (path under ``root``, listed) and the file there."""
+    """What differs between each (path under ``root``, listed) and the file there: what
+    the entry is and its size first, from ``lstat``, so a FIFO, a link to /dev/zero or
+    a huge sparse file is reported without reading a byte."""
     problems = []
     for name, listed in files:
         path = root / name
         if not inside(name):
             problems.append(f"{name!r}: not a path inside {root}")
             continue
-        if path.is_symlink() or not path.is_file():
-            problems.append(f"{path}: {'a symlink' if path.is_symlink() else 'not there'}")
+        try:
+            info = path.lstat()
+        except (FileNotFoundError, NotADirectoryError):
+            problems.append(f"{path}: not there")
             continue
-        size = path.stat().st_size
+        if not stat.S_ISREG(info.st_mode):
+            problems.append(f"{path}: {file_kind(info.st_mode)}, not a regular file")
+            continue
+        size = info.st_size
         if size != listed.size:
             problems.append(f"{path}: {size} bytes, the index says {listed.size}")
-        elif digest(path)[1] != listed.sha256:
+        elif _digest_or_none(path, listed.size) != listed.sha256:
             problems.append(f"{path}: its sha256 is not the one the index gives")
     return problems
