@@ -31,13 +31,27 @@ class Key:
 
 
 def make_rsa_key(home: Path) -> Key:
-    """An RSA signing key (what RPM signing keys usually are) in the gpg home ``home``."""
+    """An RSA-4096 signing key (what RPM signing keys usually are, and big enough for
+    Debian 13's apt) in the gpg home ``home``."""
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     home.chmod(0o700)
     gpg = ["gpg", "--batch", "--homedir", str(home)]
     user = "gfxpack release <release@example.invalid>"
-    run(*gpg, "--passphrase", "", "--quick-gen-key", user, "rsa2048", "sign", "never")
+    run(*gpg, "--passphrase", "", "--quick-gen-key", user, "rsa4096", "sign", "never")
     listing = run(*gpg, "--with-colons", "--list-secret-keys").stdout
+    fingerprint = next(x.split(":")[9] for x in listing.splitlines() if x.startswith("fpr:"))
+    return Key(str(home), fingerprint)
+
+
+def make_key(home: Path, algorithm: str, *options: str) -> Key:
+    """A signing key of ``algorithm`` (gpg's name: ed25519, rsa2048...) in the gpg home
+    ``home``, made with gpg's ``options`` too (``--cert-digest-algo SHA1``: a key bound
+    with SHA-1)."""
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    gpg = ["gpg", "--batch", "--homedir", str(home), *options]
+    user = f"gfxpack {algorithm} <{algorithm}@example.invalid>"
+    run(*gpg, "--passphrase", "", "--quick-gen-key", user, algorithm, "sign", "never")
+    listing = run(*gpg, "--with-colons", "--list-secret-keys", user).stdout
     fingerprint = next(x.split(":")[9] for x in listing.splitlines() if x.startswith("fpr:"))
     return Key(str(home), fingerprint)
 

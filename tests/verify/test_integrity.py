@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from gfxpack.cli import cli
 from gfxpack.formats import DEB, FORMATS
 from gfxpack.repo import publish
+from gfxpack.sign import sign_packages
 from tests.conftest import run
 from tests.verify.conftest import export_key
 from tests.verify.helpers import gfxarch_set, write_package
@@ -39,6 +40,8 @@ def signed(tmp_path, gnupg) -> tuple[Path, Path]:
     for fmt in FORMATS:
         for name, options in gfxarch_set().items():
             write_package(build, fmt, name, **options)
+    # A signed repository takes RPMs signed by its key (dnf checks them with gpgcheck=1).
+    sign_packages(sorted(build.glob("*.rpm")), fingerprint, home)
     root = tmp_path / "repo"
     publish(build, root, "stable", 1_700_000_000, fingerprint, home)
     return root, export_key(home, fingerprint, tmp_path / "keyring.gpg")

@@ -25,11 +25,18 @@ def repo(home: str | None, *args: str):
     return CliRunner().invoke(cli, ["repo", *args], env=env)
 
 
+def sign_rpm(home: str, fingerprint: str, package: Path) -> None:
+    """Sign ``package`` as gfxpack sign does (a signed repository takes signed RPMs)."""
+    result = CliRunner().invoke(cli, ["sign", "--key", fingerprint, str(package)], env={
+        "GNUPGHOME": home})  # fmt: skip
+    assert result.exit_code == 0, result.output
+
+
 def test_signed_repo_publishes_the_key_its_setup_lines_name(gnupg, tmp_path):
     home, fingerprint = gnupg
     build = tmp_path / "build"
     write_package(build, DEB, "tool")
-    write_package(build, RPM, "tool")
+    sign_rpm(home, fingerprint, write_package(build, RPM, "tool"))
     out = tmp_path / "repo"
     result = repo(home, "--in", str(build), "--out", str(out), "--sign-key", fingerprint)
     assert result.exit_code == 0, result.output
@@ -69,7 +76,7 @@ def test_the_rpm_md_key_goes_and_comes_with_the_signature(gnupg, tmp_path):
     --unsigned one drops it with repomd.xml.asc, a signed one brings both back."""
     home, fingerprint = gnupg
     build = tmp_path / "build"
-    write_package(build, RPM, "tool")
+    sign_rpm(home, fingerprint, write_package(build, RPM, "tool"))
     out = tmp_path / "repo"
     repodata = out / "rpm/repodata"
     signed = ["--in", str(build), "--out", str(out), "--sign-key", fingerprint]

@@ -16,12 +16,14 @@ import click
 
 from gfxpack.cli.common import (
     MODES,
+    load_plan_waivers,
     plan_options,
     print_notes,
     release_options,
     reports_errors,
     split_list,
     strict_option,
+    waivers_option,
 )
 from gfxpack.errors import GfxpackError
 
@@ -148,6 +150,7 @@ DEFAULT_COMPRESSION = "zstd:9"
     help="Print errors and one summary line only: no notes, progress or table.",
 )
 @strict_option
+@waivers_option
 @reports_errors
 def build_command(
     config_path: str,
@@ -174,6 +177,7 @@ def build_command(
     scheduler_timeout: float,
     quiet: bool,
     strict: bool,
+    waivers_path: str | None,
 ) -> None:
     """Build every package of the release as .deb and .rpm files.
 
@@ -205,6 +209,17 @@ def build_command(
     if not chosen or any(f not in known for f in chosen):
         raise GfxpackError(f"--format {formats!r}: expected deb, rpm or deb,rpm")
     # Options first: a bad value fails before any scanning or planning.
+    if sign_key:
+        from gfxpack.formats.openpgp import check_signing_key
+
+        # A key current apt or dnf reject is refused before hours of building.
+        check_signing_key(
+            sign_key,
+            None,
+            what=f"--sign-key {sign_key}",
+            allow_option="--allow-weak-key to gfxpack sign after a build without --sign-key",
+        )
+    waivers = load_plan_waivers(waivers_path)
     if shard is not None and shard_targets:
         raise GfxpackError("--shard and --shard-by-target: give one of them")
     if (executor == "dask") != (scheduler is not None):
@@ -252,7 +267,7 @@ def build_command(
     started = time.perf_counter()
 
     def notes(release_plan: ReleasePlan, warnings: tuple[str, ...]) -> None:
-        print_notes(warnings, release_plan, strict=strict, quiet=quiet)
+        print_notes(warnings, release_plan, strict=strict, quiet=quiet, waivers=waivers)
         # SIGTERM stops a build the way Ctrl-C does: jobs killed, partial files removed.
         signal.signal(signal.SIGTERM, _interrupt)
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import click
 
-from gfxpack.cli.common import reports_errors, strict_option
+from gfxpack.cli.common import reports_errors, strict_option, terminal_line
 from gfxpack.errors import GfxpackError
 
 
 def _warn(message: str) -> None:
-    click.echo(f"warning: {message}", err=True)
+    click.echo(f"warning: {terminal_line(message)}", err=True)
 
 
 @click.command("repo")
@@ -50,8 +50,8 @@ def _warn(message: str) -> None:
     metavar="URL",
     help="Where OUT will be served (https://example.com/rocm): the printed setup lines "
     "and the setup package use BASE/apt and BASE/rpm. Characters other than letters, "
-    "digits and -._~/:@+= must be percent-encoded (%20 for a space). Default: OUT as a "
-    "file: URL.",
+    "digits and -._~/:@+= must be percent-encoded (%20 for a space). Default: the "
+    "repository's (remembered from the run that gave it), else OUT as a file: URL.",
 )
 @click.option(
     "--setup-package",
@@ -139,6 +139,30 @@ def _warn(message: str) -> None:
     help="Publish unsigned indexes into a repository whose indexes were signed (without "
     "it, that is refused: machines set up with its key would stop updating).",
 )
+@click.option(
+    "--allow-unsigned-packages",
+    is_flag=True,
+    help="Publish RPMs that are not signed by --sign-key into the signed repository "
+    "(without it, that is refused: its setup says gpgcheck=1, so dnf and zypper would "
+    "refuse them). The repository's setup package and printed lines then say "
+    "gpgcheck=0, from this run on.",
+)
+@click.option(
+    "--extra-key",
+    "extra_keys",
+    multiple=True,
+    metavar="FPR",
+    help="Also publish this public key (repeatable) in the repository's keyring and "
+    "setup package, beside --sign-key's, without signing with it: machines then trust "
+    "both, the first and last steps of a key rotation (see the release streams guide). "
+    "RPMs may be signed by it.",
+)
+@click.option(
+    "--allow-weak-key",
+    is_flag=True,
+    help="Sign with a --sign-key that current apt (sqv) or dnf rejects (RSA under 3072 "
+    "bits, DSA, bound with SHA-1), with a warning; without it, that is refused.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option(
     "-q", "--quiet", is_flag=True, help="Only each format's summary line, no setup lines."
@@ -163,6 +187,9 @@ def repo_command(
     wait: bool,
     retain: str | None,
     unsigned: bool,
+    allow_unsigned_packages: bool,
+    extra_keys: tuple[str, ...],
+    allow_weak_key: bool,
     as_json: bool,
     quiet: bool,
     strict: bool,
@@ -174,22 +201,32 @@ def repo_command(
     only the packages it adds (what is published comes from the repository's
     record). A published file name with different contents is refused. The
     Release date is SOURCE_DATE_EPOCH, else now. The repository keeps its
-    suite, names and signing from run to run (gfxpack stream list shows them).
+    suite, names, base URL and signing from run to run (gfxpack stream list
+    shows them).
 
     Safe to rerun and to run twice at once: every input is checked and read
     before anything is published (a file index.json does not vouch for, a
     symlink, a broken package or a bad name is refused), runs on one OUT take
-    turns, a published file this run publishes again is checked against the
-    bytes it was published with (gfxpack verify --deep checks the whole pool),
+    turns, every published file the new indexes name is checked against the
+    record of what was published (hashed again when its size, times or inode
+    changed: a file changed in place is an error naming it, never indexed),
     and what an interrupted run left is cleaned up by the next.
     A directory of .deb/.rpm files without index.json is published with a
     warning.
+
+    A signed repository's setup says gpgcheck=1, so it takes only RPMs signed
+    by its key (gfxpack build --sign-key, gfxpack sign), and it is signed only
+    with a key current apt and dnf accept (ed25519, RSA of 3072 bits or more,
+    not bound with SHA-1); --allow-unsigned-packages and --allow-weak-key say
+    otherwise.
     """
     from gfxpack import repo as repo_module
     from gfxpack.epoch import source_date_epoch
     from gfxpack.formats import FORMATS, format_named
+    from gfxpack.formats.openpgp import check_signing_key
     from gfxpack.repo.backends import backend
     from gfxpack.repo.names import DEFAULT, check_suite
+    from gfxpack.repo.package_signatures import packages_unchecked
     from gfxpack.repo.retention import Retention
     from gfxpack.repo.settings import recorded_settings
     from gfxpack.repo.setup_package import (
@@ -209,6 +246,8 @@ def repo_command(
     if base_url is not None:
         check_base_url(base_url)
     recorded = recorded_settings(out_path)
+    # Given once, remembered: a later run's setup lines keep the served URL.
+    base_url = base_url if base_url is not None else recorded.base_url
     suite = suite if suite is not None else recorded.suite
     check_suite(suite)
     if setup_package:
@@ -228,10 +267,27 @@ def repo_command(
         given["repo_id"] = setup_package or DEFAULT
     names = recorded.with_names(given)
     names.check()
+    if extra_keys and not sign_key:
+        raise GfxpackError("--extra-key needs --sign-key: it is published beside that key")
+    if sign_key:
+        # Refused before anything is signed with them (the run warns, when allowed).
+        for option, key_name in [
+            ("--sign-key", sign_key),
+            *(("--extra-key", k) for k in extra_keys),
+        ]:
+            check_signing_key(key_name, None, what=f"{option} {key_name}", allow=allow_weak_key)
     setup = None
     if setup_package and base_url:
-        setup = SetupPackage(setup_package, base_url, suite, setup_version, repo_id, repo_name)
-    key = export_public_key(sign_key, None) if sign_key else None
+        setup = SetupPackage(
+            setup_package,
+            base_url,
+            suite,
+            setup_version,
+            repo_id,
+            repo_name,
+            package_gpgcheck=not (allow_unsigned_packages or packages_unchecked(out_path)),
+        )
+    key = export_public_key(sign_key, None, extra_keys) if sign_key else None
     setup_files = {}
     with tempfile.TemporaryDirectory(prefix="gfxpack-setup-") as scratch:
         if setup is not None and key is not None and sign_key is not None:
@@ -260,6 +316,10 @@ def repo_command(
             strict=strict,
             names=names,
             unsigned=unsigned,
+            base_url=base_url,
+            allow_unsigned_packages=allow_unsigned_packages,
+            allow_weak_key=allow_weak_key,
+            extra_keys=extra_keys,
         )
     published = [fmt for fmt in FORMATS if any(r["format"] == fmt.name for r in results)]
     keys = publish_key(out_path, key, published) if key is not None else {}

@@ -46,6 +46,7 @@ from gfxpack.formats.rpm import (
     STRING_ARRAY,
     HeaderBuilder,
 )
+from gfxpack.regular_files import open_regular
 
 LEAD_SIZE = 96
 SIG_DSA_HEADER, SIG_RSA_HEADER = 267, 268
@@ -249,6 +250,45 @@ def _header_value(path: Path, header: bytes, wanted: int) -> object:
                 raise SignError(f"{path}: main header entry {tag} points outside its data")
             return _decode(path, tag, kind, store, offset, items)
     return None
+
+
+def header_signature(path: Path) -> tuple[bytes, bytes | None]:
+    """The main header of the .rpm at ``path`` and the OpenPGP signature over it that
+    dnf checks (None: it has none); a file that is not an RPM is an error, and so is
+    a symlink (never followed out of a repository) or anything but a regular file."""
+    try:
+        with os.fdopen(open_regular(path, follow_symlinks=False), "rb") as file:
+            layout = _Layout(path, file)
+    except OSError as e:
+        raise SignError(f"{path}: cannot read it ({e.strerror})") from None
+    signatures = {tag: value for tag, _, value in layout.entries}
+    found = signatures.get(SIG_RSA_HEADER, signatures.get(SIG_DSA_HEADER))
+    return layout.header, found if isinstance(found, bytes) else None
+
+
+def signature_problem(path: Path, keyring: bytes, keys: str) -> str | None:
+    """What dnf with gpgcheck=1 would refuse in the .rpm at ``path``, given the keys of
+    ``keyring`` (binary OpenPGP keys, what gpgkey= installs; ``keys`` names them), or
+    None: no header signature, or one by no key of ``keyring``; checked by gpgv."""
+    header, signature = header_signature(path)
+    if signature is None:
+        return f"{path}: not signed"
+    with tempfile.TemporaryDirectory(prefix="gfxpack-gpgv-") as scratch:
+        files = [Path(scratch) / name for name in ("keys.gpg", "signature", "header")]
+        for file, data in zip(files, (keyring, signature, header), strict=True):
+            file.write_bytes(data)
+        try:
+            result = subprocess.run(
+                ["gpgv", "--keyring", str(files[0]), str(files[1]), str(files[2])],
+                capture_output=True,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise SignError(
+                "checking package signatures needs gpgv, which is not installed "
+                "(apt-get install gpgv)"
+            ) from None
+    return None if result.returncode == 0 else f"{path}: not a good signature by {keys}"
 
 
 def same_contents(one: Path, other: Path) -> bool:

@@ -88,11 +88,14 @@ class RepositoryBackend(Protocol):
         suite: str,
         key: Path | None,
         names: RepositoryNames,
+        *,
+        package_gpgcheck: bool = True,
     ) -> dict[str, str]:
         """Package manager -> one shell command line (run as root) that points it at the
         repository published under ``root``, served at ``base`` (``served``: a --base-url,
         else ``base`` is ``root`` as a file:// URL), checked with the published ``key``
-        (None: unsigned); what it writes is named by ``names``."""
+        (None: unsigned; each package too, where the format signs its packages, unless
+        not ``package_gpgcheck``); what it writes is named by ``names``."""
 
     def setup_package_lines(self, base: str, package_file: str) -> dict[str, str]:
         """Package manager -> one shell command line (run as root) that installs the
@@ -155,6 +158,8 @@ class AptRepository:
         suite: str,
         key: Path | None,
         names: RepositoryNames,
+        *,
+        package_gpgcheck: bool = True,
     ) -> dict[str, str]:
         fmt = self.fmt
         commands = []
@@ -227,6 +232,8 @@ class RpmMdRepository:
         suite: str,
         key: Path | None,
         names: RepositoryNames,
+        *,
+        package_gpgcheck: bool = True,
     ) -> dict[str, str]:
         repo_dir = self.fmt.repo_dir
         key_url = f"{base}/{repo_dir}/{RPM_MD_KEY}" if key is not None else None
@@ -237,7 +244,7 @@ class RpmMdRepository:
             # it (dnf does so when it expires).
             ("zypper", "/etc/zypp/repos.d", ("type=rpm-md", "enabled=1", "autorefresh=1")),
         ):
-            section = self._repo_section(base, key_url, names, extra)
+            section = self._repo_section(base, key_url, names, extra, package_gpgcheck)
             repo_file = f"{directory}/{names.repo_id}.repo"
             lines[client] = f"{section} | {shell_words('tee', repo_file)}"
         # zypper is given the .repo file rather than `zypper addrepo URL`, which
@@ -253,11 +260,16 @@ class RpmMdRepository:
         return lines
 
     def _repo_section(
-        self, base: str, key_url: str | None, names: RepositoryNames, extra: Sequence[str]
+        self,
+        base: str,
+        key_url: str | None,
+        names: RepositoryNames,
+        extra: Sequence[str],
+        package_gpgcheck: bool,
     ) -> str:
         """A printf that prints the .repo section of the repository at ``base``."""
         checks = (
-            ["gpgcheck=1", "repo_gpgcheck=1", f"gpgkey={key_url}"]
+            [f"gpgcheck={int(package_gpgcheck)}", "repo_gpgcheck=1", f"gpgkey={key_url}"]
             if key_url is not None
             else ["gpgcheck=0"]
         )

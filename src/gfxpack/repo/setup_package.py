@@ -33,6 +33,7 @@ from gfxpack.repo.backends import backend
 from gfxpack.repo.debfile import PACKAGE_NAME, VERSION
 from gfxpack.repo.inputs import RepoError, digest
 from gfxpack.repo.names import DEFAULT_NAMES, REPO_ID, REPO_NAME, RepositoryNames, check_name
+from gfxpack.repo.package_signatures import packages_unchecked
 from gfxpack.repo.rpmfile import RPM_NAME, RPM_VERSION
 from gfxpack.repo.trust import PublicKey
 
@@ -113,6 +114,9 @@ class SetupPackage:
     version: str = "1.0"
     repo_id: str | None = None  # what names the files it installs; None: ``name``
     repo_name: str | None = None  # the name dnf and zypper show; None: the id
+    # gpgcheck=1: dnf and zypper check each package's signature; False for a repository
+    # that takes unsigned packages (repo/package_signatures.py)
+    package_gpgcheck: bool = True
 
     def check(self) -> None:
         """Every value is one a package manager reads as given; otherwise one error
@@ -162,7 +166,7 @@ class SetupPackage:
             f"baseurl={self.url}/rpm\n"
             "type=rpm-md\n"
             "enabled=1\n"
-            "gpgcheck=1\n"
+            f"gpgcheck={int(self.package_gpgcheck)}\n"
             "repo_gpgcheck=1\n"
             f"gpgkey=file://{self.rpm_key_path}\n"
         )
@@ -234,11 +238,14 @@ def setup_lines(
     setup_files: Mapping[PackageFormat, Path],
     formats: Iterable[PackageFormat],
     names: RepositoryNames = DEFAULT_NAMES,
+    package_gpgcheck: bool | None = None,
 ) -> dict[PackageFormat, dict[str, str]]:
     """format -> package manager -> one shell command line that makes the repository at
     ``out`` usable on a machine (run as root): the install of the setup package in
     ``setup_files`` when there is one, else the sources entry written with the
-    published key (``keys``), named by ``names``. Every value in a line is checked
+    published key (``keys``), named by ``names``, checking each package's signature
+    unless ``package_gpgcheck`` is False (None: unless the repository took unsigned
+    packages, repo/package_signatures.py). Every value in a line is checked
     (:func:`check_base_url`, :meth:`RepositoryNames.check`) and quoted."""
     if base_url is not None:
         check_base_url(base_url)
@@ -246,12 +253,20 @@ def setup_lines(
     names.check()
     # OUT as a URL: percent-encoded, so that a space in it is no field separator to apt.
     base = base_url.rstrip("/") if base_url else out.resolve().as_uri()
+    if package_gpgcheck is None:
+        package_gpgcheck = not packages_unchecked(out)
     lines = {}
     for fmt in formats:
         if fmt in setup_files:
             lines[fmt] = backend(fmt).setup_package_lines(base, setup_files[fmt].name)
         else:
             lines[fmt] = backend(fmt).setup_lines(
-                base, bool(base_url), out, suite, keys.get(fmt), names
+                base,
+                bool(base_url),
+                out,
+                suite,
+                keys.get(fmt),
+                names,
+                package_gpgcheck=package_gpgcheck,
             )
     return lines

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,28 +40,39 @@ def key_bytes(fmt: PackageFormat, key: PublicKey) -> bytes:
     return key.armored if fmt.armored_key else key.binary
 
 
-def export_public_key(key: str, gnupghome: str | None) -> PublicKey:
-    """The public part of ``key``, as gpg exports it (no other key, no secret part)."""
-    return PublicKey(_export(key, gnupghome, armor=False), _export(key, gnupghome, armor=True))
+def export_public_key(key: str, gnupghome: str | None, extra: Sequence[str] = ()) -> PublicKey:
+    """The public part of ``key``, as gpg exports it (no other key, no secret part), and
+    of the ``extra`` keys machines are to trust beside it (a key rotation's other key:
+    docs/guides/release-streams.md)."""
+    keys = [key, *extra]
+    return PublicKey(_export(keys, gnupghome, armor=False), _export(keys, gnupghome, armor=True))
 
 
 def export_armored_key(key: str, gnupghome: str | None) -> bytes:
     """The public part of ``key``, ASCII-armored (what an rpm-md repository publishes
     beside the signature of its repomd.xml)."""
-    return _export(key, gnupghome, armor=True)
+    return _export([key], gnupghome, armor=True)
 
 
-def _export(key: str, gnupghome: str | None, armor: bool) -> bytes:
+def _export(keys: Sequence[str], gnupghome: str | None, armor: bool) -> bytes:
     env = {**os.environ, **({"GNUPGHOME": gnupghome} if gnupghome else {})}
     command = ["gpg", "--batch", "--export", "--export-options", "export-minimal"]
     command += ["--armor"] if armor else []
     try:
-        result = subprocess.run([*command, key], capture_output=True, env=env, check=False)
+        result = subprocess.run([*command, *keys], capture_output=True, env=env, check=False)
     except FileNotFoundError:
         raise RepoError("--sign-key needs gpg, which is not installed") from None
-    if result.returncode != 0 or not result.stdout:
+    # gpg exports what it has of several keys and only warns of the others.
+    missing = [key for key in keys if len(keys) > 1 and not _has_public_key(key, env)]
+    if result.returncode != 0 or not result.stdout or missing:
+        key = (missing or keys)[0]
         raise RepoError(f"gpg has no public key {key} to publish (gpg --list-keys {key})")
     return result.stdout
+
+
+def _has_public_key(key: str, env: dict[str, str]) -> bool:
+    command = ["gpg", "--batch", "--list-keys", key]
+    return subprocess.run(command, capture_output=True, env=env, check=False).returncode == 0
 
 
 def publish_key(

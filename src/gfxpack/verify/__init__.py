@@ -22,6 +22,7 @@ from typing import Any
 
 from gfxpack.formats import FORMATS, PackageFormat
 from gfxpack.relations import InvalidRelation
+from gfxpack.repo.package_signatures import packages_unchecked
 from gfxpack.verify import rules
 from gfxpack.verify.integrity import Keyring, mismatches, symlinked_directories
 from gfxpack.verify.resolution import Resolution, resolve
@@ -199,7 +200,15 @@ def _verify_format(
             raise VerifyError(f"{problems[0]}{more}: the repository was changed after publishing")
         files_checked = len(files)
     trust = universe.trust
-    if keyring is not None and fmt.signs_packages:
+    unchecked = []
+    if keyring is not None and fmt.signs_packages and packages_unchecked(root):
+        # What dnf does too: the repository's setup says gpgcheck=0.
+        unchecked.append(
+            f"{universe.label}: package signatures not checked: the repository takes "
+            "unsigned packages (published with --allow-unsigned-packages; its setup says "
+            "gpgcheck=0)"
+        )
+    elif keyring is not None and fmt.signs_packages:
         listed = [universe.root / where for where, _ in universe.package_files()]
         if deep:
             listed += unlisted_packages(universe.root, set(listed), fmt.extension)
@@ -219,6 +228,7 @@ def _verify_format(
         files_checked=files_checked,
     )
     report.valid_until = universe.valid_until
+    report.warnings += unchecked
     if not universe.has_file_lists:
         listing = fmt.file_lists
         report.warnings.append(
