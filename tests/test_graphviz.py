@@ -227,3 +227,35 @@ def test_therock_whole_release_draws_as_png(tmp_path):
     width, height = struct.unpack(">II", data[16:24])  # the IHDR chunk
     assert width > 1000 and height > 1000
     assert list(tmp_path.iterdir()) == [png]
+
+
+def test_each_arch_sdk_meta_is_drawn_beside_its_own_core_dev_meta():
+    """TheRock's amdrocm-core-sdk, targets given in reverse: each arch's SDK meta and the
+    core-dev meta it depends on share a dot group named after the arch, declared in
+    processor order; dot (the referee) then draws each pair in one row and the rows top
+    to bottom in processor order. Before, dot ordered them by edge crossings: gfx942,
+    gfx950, gfx90a, gfx1201, ... with each core-dev meta rows away from its SDK meta."""
+    arches = THEROCK_TARGETS.split(",")
+    result = therock_plan(
+        ",".join(reversed(arches)), "--format", "dot", "--package", "amdrocm-core-sdk"
+    )
+    assert result.exit_code == 0, result.output
+    source = result.stdout
+    sdk = [f"amdrocm-core-sdk8.2-{arch}" for arch in arches]
+    dev = [f"amdrocm-core-devel8.2-{arch}" for arch in arches]
+    for names in (sdk, dev):
+        declared = [source.index(f'"{name}" [label=') for name in names]
+        assert declared == sorted(declared)
+        for name, arch in zip(names, arches, strict=True):
+            (line,) = [ln for ln in source.splitlines() if f'"{name}" [label=' in ln]
+            assert line.endswith(f', group="{arch}"];'), line
+    nodes, _ = laid_out(source)
+
+    def height(name: str) -> float:  # rankdir=LR: a row is a height; pos is "x,y" in points
+        return float(nodes[name]["pos"].split(",")[1])
+
+    for pair in zip(sdk, dev, strict=True):
+        assert abs(height(pair[0]) - height(pair[1])) < 20, f"{pair}: not side by side"
+    for column in (sdk, dev):
+        heights = [height(name) for name in column]
+        assert heights == sorted(heights, reverse=True), "not top to bottom in processor order"

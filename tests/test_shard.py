@@ -139,6 +139,37 @@ def test_a_by_target_shard_lacking_its_artifacts_is_one_error(example_artifacts,
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    ("selector", "suffixes", "lacking"),
+    [
+        (["--shard-by-target", "gfx942"], ("gfx942",), "generic"),
+        (["--shard", "generic"], ("generic",), "per-arch"),
+    ],
+    ids=["by-target", "generic"],
+)
+def test_a_shard_without_the_release_listing_is_one_line(
+    example_artifacts, tmp_path, selector, suffixes, lacking
+):
+    """A machine holding only its shard's artifacts plans another release (every other
+    package missing): one line saying what the shard needs, not an error per package."""
+    tree = partial_tree(example_artifacts, tmp_path / "tree", suffixes)
+    result = CliRunner().invoke(
+        cli,
+        [
+            *("build", "--config", str(EXAMPLE_CONFIG), "--artifacts", str(tree)),
+            *("--out", str(tmp_path / "out"), "--rocm-version", "8.2.0", *selector),
+        ],
+    )
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"error: {tree}: holds no {lacking} artifact directories, but {' '.join(selector)} "
+        "plans the whole release: give --release-artifacts FILE, the release's artifact "
+        "directory names one a line (what ls ARTIFACTS prints on a machine that has them "
+        "all), and --mode kpack\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.fixture(scope="module")
 def halves(example_artifacts, tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("halves")

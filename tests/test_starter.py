@@ -339,3 +339,31 @@ def test_propose_is_a_library_call(tmp_path: Path):
     with pytest.raises(StarterError, match="no artifact directory lists content"):
         (root / "blas_lib_generic" / "artifact_manifest.txt").write_text("")
         propose(root)
+
+
+def test_init_placeholders_are_one_warning_per_field_at_build(tmp_path: Path):
+    """The Maintainer and the empty License init writes would ship in every package: the
+    build says so once per field, naming the packages, and --strict refuses them."""
+    artifacts = tmp_path / "artifacts"
+    make_tree(artifacts)
+    config = tmp_path / "package.json"
+    assert init(artifacts, config).exit_code == 0
+    args = ["build", "--config", str(config), "--artifacts", str(artifacts)]
+    args += ["--rocm-version", "8.2.0", "-j", "1", "--out"]
+    built = CliRunner().invoke(cli, [*args, str(tmp_path / "out")])
+    assert built.exit_code == 0, built.output
+    warnings = [line for line in built.stderr.splitlines() if line.startswith("warning: ")]
+    assert warnings == [
+        f"warning: {config}: Maintainer of amdrocm-blas is gfxpack init's placeholder "
+        "'Your Name <you@example.invalid>': set who answers for the packages",
+        f"warning: {config}: License of amdrocm-blas is empty (an RPM then says 'Unknown'): "
+        "set the license, such as MIT",
+    ]
+    # Filled in, they are heard of no more.
+    entries = json.loads(config.read_text())
+    for entry in entries:
+        entry.update(Maintainer="ROCm <rocm@amd.com>", License="MIT")
+    config.write_text(json.dumps(entries))
+    again = CliRunner().invoke(cli, [*args, str(tmp_path / "again"), "--strict"])
+    assert again.exit_code == 0, again.output
+    assert "warning: " not in again.stderr

@@ -18,8 +18,21 @@ from gfxpack.artifacts import ArtifactTree, route, scan
 from gfxpack.build import BuildOptions, BuiltFile, build
 from gfxpack.config import Config, load_config
 from gfxpack.formats.payload import Entry
-from gfxpack.plan import ArtifactIndex, Mode, PlanOptions, ReleasePlan, plan
-from gfxpack.shard import missing_artifacts
+from gfxpack.plan import (
+    ArtifactIndex,
+    Mode,
+    Note,
+    PlanOptions,
+    ReleasePlan,
+    Severity,
+    WarningRule,
+    plan,
+)
+from gfxpack.shard import missing_artifacts, unlisted_release
+from gfxpack.starter import MAINTAINER as INIT_MAINTAINER
+
+# The packages a placeholder warning names before "and N more".
+NAMED = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +74,9 @@ def prepare(
 ) -> Release:
     """Scan ``artifacts``, plan the release of ``config_path`` and route every file.
     ``on_planned`` hears of the plan and of the warnings of the scan and of package.json
-    before any file is routed."""
+    before any file is routed; the plan's notes then include the build's own warnings
+    (:func:`placeholder_notes`). A shard without ``artifact_names`` whose tree cannot
+    stand for the whole release is refused in one line (:func:`unlisted_release`)."""
     config = load_config(config_path)
     tree = scan(artifacts)
     plan_options = options.plan
@@ -69,7 +84,11 @@ def prepare(
         mode = Mode.KPACK if tree.kpack_split else Mode.SINGLE_ARCH
         plan_options = replace(plan_options, mode=mode)
     index = tree.index
-    if options.artifact_names is not None:
+    if options.artifact_names is None:
+        unlisted = unlisted_release(options.build.shard, index)
+        if unlisted:
+            raise InvalidArtifacts(f"{artifacts}: {unlisted}")
+    else:
         index = ArtifactIndex(options.artifact_names)
         lacking = missing_artifacts(options.build.shard, index, tree.index)
         if lacking:
@@ -81,6 +100,9 @@ def prepare(
         options.release,
         plan_options,
         artifacts=index,
+    )
+    release_plan = replace(
+        release_plan, notes=(*release_plan.notes, *placeholder_notes(release_plan, config.path))
     )
     if on_planned is not None:
         on_planned(release_plan, (*tree.warnings, *config.warnings))
@@ -115,3 +137,33 @@ def build_release(
 
         built = sign_built(Path(out), built, options.sign_key)
     return release, built
+
+
+def placeholder_notes(release_plan: ReleasePlan, config_path: str) -> tuple[Note, ...]:
+    """One warning per package.json field that packages about to be built still hold as
+    ``gfxpack init`` wrote it: a package would ship it."""
+    specs = release_plan.specs.values()
+    fields = {
+        "Maintainer": (
+            [s.name for s in specs if s.maintainer == INIT_MAINTAINER],
+            f"is gfxpack init's placeholder {INIT_MAINTAINER!r}: set who answers for the packages",
+        ),
+        "License": (
+            [s.name for s in specs if not s.license],
+            "is empty (an RPM then says 'Unknown'): set the license, such as MIT",
+        ),
+    }
+    notes = []
+    for key, (names, what) in fields.items():
+        if names:
+            more = f" and {len(names) - NAMED} more" if len(names) > NAMED else ""
+            shown = ", ".join(names[:NAMED]) + more
+            notes.append(
+                Note(
+                    Severity.WARNING,
+                    f"{config_path}: {key} of {shown} {what}",
+                    tuple(names),
+                    WarningRule.PLACEHOLDER,
+                )
+            )
+    return tuple(notes)

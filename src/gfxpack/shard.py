@@ -107,6 +107,28 @@ def missing_artifacts(shard: Shard | None, listed: ArtifactIndex, present: Artif
     return f"the release lists artifact directories this shard needs but --artifacts lacks: {shown}"
 
 
+def unlisted_release(shard: Shard | None, present: ArtifactIndex) -> str:
+    """Why a shard cannot plan from ``present`` alone, as one error line; '' when it can.
+    Every shard plans the whole release: a by-target shard on a machine holding no
+    generic artifacts (or the generic shard on one holding no per-arch ones) would plan
+    another release, and blame package.json for each package it thinks missing."""
+    if shard is None or shard.fraction is not None:
+        return ""
+    generic = any(d.target == GENERIC for d in present.dirs)
+    per_arch = any(d.target != GENERIC for d in present.dirs)
+    if shard.targets and not generic:
+        lacking, option = "generic", f"--shard-by-target {shard.label}"
+    elif not shard.targets and not per_arch:
+        lacking, option = "per-arch", f"--shard {shard.label}"
+    else:
+        return ""
+    return (
+        f"holds no {lacking} artifact directories, but {option} plans the whole release: "
+        "give --release-artifacts FILE, the release's artifact directory names one a line "
+        "(what ls ARTIFACTS prints on a machine that has them all), and --mode kpack"
+    )
+
+
 def parse_shard(text: str) -> Shard:
     """``K/N`` or ``generic`` (the CLI's --shard)."""
     text = text.strip()

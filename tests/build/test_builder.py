@@ -215,6 +215,7 @@ def test_cli_names_collisions(tmp_path):
             [
                 {
                     "Package": f"amdrocm-{n}",
+                    "License": "MIT",  # an empty one is a warning of its own
                     "Artifactory": [
                         {"Artifact": n, "Artifact_Subdir": [{"Name": "s", "Components": ["lib"]}]}
                     ],

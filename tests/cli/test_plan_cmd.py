@@ -194,6 +194,32 @@ def test_plan_errors_are_all_listed(tmp_path):
     assert "warning: amdrocm-a (/0/DEBDepends/0) depends on amdrocm-b" in allowed.stderr
 
 
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        ([], "planned nothing: package.json defines no package (an empty array)"),
+        (
+            [{"Package": "amdrocm-a", "DisablePackaging": "True"}],
+            "planned nothing: every package package.json defines is disabled "
+            "(DisablePackaging) or has no artifacts (1 disabled, 0 without artifacts)",
+        ),
+    ],
+    ids=["empty", "all-disabled"],
+)
+def test_a_plan_of_nothing_says_so_and_fails(tmp_path, entries, message):
+    """No false green: a plan without packages would print an empty table and exit 0."""
+    config = tmp_path / "package.json"
+    config.write_text(json.dumps(entries))
+    for output in ("summary", "json"):
+        result = run(
+            *("plan", "--config", str(config), "--target", "gfx942"),
+            *("--rocm-version", "8.2.0", "--format", output),
+        )
+        assert result.exit_code == 1
+        assert result.stdout == ""
+        assert result.stderr == f"error: {message}\n"
+
+
 def test_missing_target_is_a_usage_error():
     result = run("plan", "--config", str(SEED_CONFIG), "--rocm-version", "8.2.0")
     assert result.exit_code == 2

@@ -330,3 +330,22 @@ def test_a_misspelt_kernel_list_key_gets_a_suggestion(tmp_path):
         "metadata, name, pack, priority, signature, symbol, toc_key); did you mean 'metadata'?",
     ]
     untouched(tmp_path, out)
+
+
+@pytest.mark.parametrize(
+    ("command", "outcome"), [("lint", "nothing checked"), ("list-engines", "loaded nothing")]
+)
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_an_empty_root_says_it_read_nothing_and_fails(tmp_path, command, outcome, as_json):
+    """Not "0 files, 0 engine(s) loaded: OK": a tree without descriptors (here: empty, and
+    one whose only JSON is no descriptor) checked nothing."""
+    empty = tmp_path / "empty"
+    (empty / "provider" / "gfx942").mkdir(parents=True)
+    (empty / "provider" / "gfx942" / "notes.json").write_text("{}")
+    result = run(command, "--root", str(empty), *(["--json"] if as_json else []))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (
+        f"error: {empty}: no descriptor file (a name ending in .kmd.json, .uhd.json, "
+        f".ued.json, .umd.json, .udd.json, .kdp.json, .ukd.json): {outcome}"
+    )

@@ -126,6 +126,21 @@ def test_a_waiver_for_another_format_neither_waives_nor_goes_stale(leaky_repo, t
     assert rpm.exit_code == 0, rpm.output
 
 
+def test_a_plan_warnings_waiver_in_the_file_is_passed_by(leaky_repo, tmp_path):
+    """One file serves plan, build and verify: verify neither uses nor reports as stale
+    a waiver of a plan warning (dependency-cycle)."""
+    waivers = waiver_file(
+        tmp_path / "w.toml",
+        {"rule": "cross-arch", "package": SUITE, "reason": REASON},
+        {"rule": "dependency-cycle", "package": "amdrocm-base8.2", "reason": "by design"},
+    )
+    args = ("--format", "deb", "--install", SUITE, "--json", "--waivers", str(waivers))
+    result = verify(leaky_repo, *args)
+    assert result.exit_code == 0 and result.stderr == "", result.output
+    (report,) = json.loads(result.stdout)
+    assert report["stale_waivers"] == []
+
+
 def test_a_file_conflict_is_waived_by_its_path(tmp_path):
     packages = gfxarch_set()
     shared = "/opt/rocm/core-8.2/lib/librocblas.so.5"

@@ -74,6 +74,15 @@ def _roots(roots: Sequence[str], runtime_dir: str | None, diags: Diagnostics) ->
     return found
 
 
+def _nothing_under(roots: Sequence[str | os.PathLike[str]]) -> str:
+    from gfxpack.descriptors.types import SUFFIXES
+
+    return (
+        f"{', '.join(os.fspath(r) for r in roots)}: no descriptor file (a name ending in "
+        f"{', '.join(SUFFIXES)})"
+    )
+
+
 def _installed(install_roots: tuple[str, ...]) -> list[str]:
     """The descriptor roots of the providers installed under each install root."""
     from gfxpack.descriptors.installed import LAYOUT, installed_roots
@@ -183,6 +192,9 @@ def list_engines(
         diags,
         max_object_size,
     )
+    if not result.catalog.entries and not diags.at_least(Level.ERROR):
+        # No false green: "no engines" over a tree without descriptors checked nothing.
+        raise GfxpackError(f"{_nothing_under(result.roots)}: loaded nothing")
     threshold = Level.parse(level)
     engines = engines_as_dicts(result.sets, device)
     shown = [d for d in diags.items if d.severity >= threshold]
@@ -288,6 +300,8 @@ def lint_command(
 
     _directories("--root", roots)
     result = lint([os.fspath(r) for r in roots], _registry(symbols), max_object_size, authored)
+    if not result.files:
+        raise GfxpackError(f"{_nothing_under(roots)}: nothing checked")
     errors = result.problems
     if as_json:
         click.echo(views.dumps(result.as_dict()), nl=False)

@@ -12,12 +12,14 @@ from gfxpack.cli.common import (
     FORMAT_NAMES,
     MODES,
     as_format,
+    load_plan_waivers,
     plan_options,
     print_notes,
     release_options,
     reports_errors,
     split_list,
     strict_option,
+    waivers_option,
 )
 from gfxpack.errors import GfxpackError
 
@@ -93,6 +95,7 @@ def _targets(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ..
 @click.option("-v", "--verbose", is_flag=True, help="Also print informational notes.")
 @click.option("-q", "--quiet", is_flag=True, help="Print no notes, only the result.")
 @strict_option
+@waivers_option
 @reports_errors
 def plan_command(
     config_path: str,
@@ -112,6 +115,7 @@ def plan_command(
     verbose: bool,
     quiet: bool,
     strict: bool,
+    waivers_path: str | None,
 ) -> None:
     """Plan every package of a release: names, kinds and dependencies.
 
@@ -123,10 +127,11 @@ def plan_command(
     from gfxpack.config import load_config
     from gfxpack.plan import plan
 
+    waivers = load_plan_waivers(waivers_path)
     config = load_config(config_path)
     options = plan_options(mode, pin_policy, build_variant, install_prefix, allow_missing_deps)
     release_plan = plan(config.packages, targets, rocm_version, release, options)
-    print_notes(config.warnings, release_plan, verbose, strict, quiet)
+    print_notes(config.warnings, release_plan, verbose, strict, quiet, waivers)
     if whole and output not in GRAPHS:
         raise GfxpackError(f"--all is for the pictures (--format dot, svg or png), not {output}")
     if output in GRAPHS:

@@ -15,6 +15,7 @@ from gfxpack.plan.model import (
     Req,
     Severity,
     Variant,
+    WarningRule,
 )
 from gfxpack.plan.planner import PlanOptions, plan
 
@@ -34,5 +35,6 @@ __all__ = [
     "Req",
     "Severity",
     "Variant",
+    "WarningRule",
     "plan",
 ]

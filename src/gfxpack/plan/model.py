@@ -103,6 +103,21 @@ class Severity(StrEnum):
     INFO = "info"
 
 
+class WarningRule(StrEnum):
+    """What a warning of plan or build is about: the ``rule`` a waiver names to accept
+    a known one (``plan --waivers``, ``build --waivers``; verify/waivers.py reads them)."""
+
+    DEPENDENCY_CYCLE = "dependency-cycle"
+    CROSS_ARCH_PATH = "cross-arch-path"
+    NO_ARTIFACTS = "no-artifacts"
+    MISSING_ARCH = "missing-arch"
+    DEPENDENCY_OMITTED = "dependency-omitted"
+    DEPENDENCY_REPLACED = "dependency-replaced"
+    VERSION_CONSTRAINT = "version-constraint"
+    SINGLE_ARCH = "single-arch"
+    PLACEHOLDER = "placeholder"  # build only: a field left as gfxpack init wrote it
+
+
 @dataclass(frozen=True, slots=True)
 class Req:
     """One alternative of a planned relation, in no format's syntax (each format
@@ -178,6 +193,8 @@ class Note:
     severity: Severity
     message: str
     packages: tuple[str, ...] = ()
+    # A warning's rule, which a waiver names (None: an informational note).
+    rule: WarningRule | None = None
 
 
 @dataclass(frozen=True)

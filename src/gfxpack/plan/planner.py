@@ -36,6 +36,7 @@ from gfxpack.plan.model import (
     Req,
     Severity,
     Variant,
+    WarningRule,
 )
 from gfxpack.plan.naming import (
     InvalidName,
@@ -45,7 +46,7 @@ from gfxpack.plan.naming import (
     install_prefix,
     version_xy,
 )
-from gfxpack.plan.rules import Ref, RuleName, Shape
+from gfxpack.plan.rules import Choice, Ref, RuleName, Shape
 from gfxpack.plan.targets import check_target, sort_targets
 from gfxpack.relations import Relation
 
@@ -162,8 +163,8 @@ class _Planner:
         if not kept and not self.causes:
             self.causes.append(Cause("no GPU targets: give at least one, such as gfx942"))
         if self.options.mode is Mode.SINGLE_ARCH and len(kept) > 1:
-            self.note(
-                Severity.WARNING,
+            self.warn(
+                WarningRule.SINGLE_ARCH,
                 f"single-arch mode builds for the first target only ({kept[0]}); "
                 f"ignoring {', '.join(kept[1:])}",
             )
@@ -187,6 +188,10 @@ class _Planner:
     def note(self, severity: Severity, message: str, packages: Iterable[str] = ()) -> None:
         self.notes.setdefault(message, Note(severity, message, tuple(packages)))
 
+    def warn(self, rule: WarningRule, message: str, packages: Iterable[str] = ()) -> None:
+        """A warning, under the rule a waiver names to accept it."""
+        self.notes.setdefault(message, Note(Severity.WARNING, message, tuple(packages), rule))
+
     # -- classification ----------------------------------------------------
 
     def _buildable(self) -> dict[str, PackageSpec]:
@@ -204,8 +209,8 @@ class _Planner:
                 and not self.artifacts.is_present(spec)
             ):
                 wanted = ", ".join(f"{s.artifact}_*" for s in spec.artifactory) or "no Artifactory"
-                self.note(
-                    Severity.WARNING,
+                self.warn(
+                    WarningRule.NO_ARTIFACTS,
                     f"{spec.name} has no artifacts ({wanted}): not built",
                     [spec.name],
                 )
@@ -231,8 +236,8 @@ class _Planner:
             return True, self.arches
         have = self.artifacts.arch_suffixes(spec)
         if not have:
-            self.note(
-                Severity.WARNING,
+            self.warn(
+                WarningRule.MISSING_ARCH,
                 f"{spec.name}: Gfxarch is True but no per-arch artifacts exist; "
                 "built as a non-gfxarch package",
                 [spec.name],
@@ -241,8 +246,8 @@ class _Planner:
         present = tuple(arch for arch in self.arches if arch in have)
         missing = [arch for arch in self.arches if arch not in have]
         if missing and self.options.mode is Mode.KPACK:
-            self.note(
-                Severity.WARNING,
+            self.warn(
+                WarningRule.MISSING_ARCH,
                 f"{spec.name}: no artifacts for {', '.join(missing)}: "
                 "no device package for that target; its meta depends on the devices that exist",
                 [spec.name],
@@ -293,8 +298,14 @@ class _Planner:
             self.causes.extend(declared)
         else:
             for cause in declared:
-                self.note(Severity.WARNING, f"{cause}: dependency omitted", cause.packages)
+                self.warn(
+                    WarningRule.DEPENDENCY_OMITTED, f"{cause}: dependency omitted", cause.packages
+                )
 
+        if not self.buildable:
+            # No false green: a plan of nothing would build nothing, successfully.
+            self.causes.append(Cause(self._nothing_to_plan()))
+            raise PlanError(self.causes)
         packages: list[PlannedPackage] = []
         for spec in self.buildable.values():
             if self.options.mode is Mode.SINGLE_ARCH:
@@ -323,19 +334,29 @@ class _Planner:
         if self.causes:
             raise PlanError(self.causes)
         for cycle in checks.cycles(result):
-            self.note(
-                Severity.WARNING,
+            self.warn(
+                WarningRule.DEPENDENCY_CYCLE,
                 f"{cycle}: dpkg and rpm install the packages of a cycle together",
                 cycle.packages,
             )
         for path in checks.cross_arch_paths(result):
-            self.note(
-                Severity.WARNING,
+            self.warn(
+                WarningRule.CROSS_ARCH_PATH,
                 f"{path}; installing it installs device code of other arches too "
                 "(gfxpack verify reports it as a cross-arch violation)",
                 path.packages,
             )
         return dataclasses.replace(result, notes=tuple(self.notes.values()))
+
+    def _nothing_to_plan(self) -> str:
+        if not self.specs:
+            return "planned nothing: package.json defines no package (an empty array)"
+        disabled = sum(spec.disabled for spec in self.specs)
+        return (
+            "planned nothing: every package package.json defines is disabled "
+            f"(DisablePackaging) or has no artifacts ({disabled} disabled, "
+            f"{len(self.specs) - disabled} without artifacts)"
+        )
 
     # One method per package type of seed 000; each yields the family in build order.
 
@@ -414,7 +435,7 @@ class _Planner:
             choice = rules.arch_meta(self, runtime, arch_meta.arch)
             if choice.warning:
                 name = self.name(arch_meta)
-                self.note(Severity.WARNING, f"{name}: {choice.warning}", [name, runtime])
+                self.warn(_choice_rule(choice), f"{name}: {choice.warning}", [name, runtime])
             return [] if choice.ref is None else [(choice.ref, Reason.RUNTIME_META)]
         arch = (
             self.arches[0]
@@ -524,15 +545,17 @@ class _Planner:
                 if base not in self.buildable:
                     continue  # reported by checks.declared_dependencies
                 if atom.op:
-                    self.note(
-                        Severity.WARNING,
+                    self.warn(
+                        WarningRule.VERSION_CONSTRAINT,
                         f"{spec.name}: version constraint in {atom.text!r} is replaced "
                         f"by the {self.options.pin_policy} pin policy",
                         [spec.name],
                     )
                 resolution = resolve(self, base, arch)
                 if resolution.warning:
-                    self.note(Severity.WARNING, f"{name}: {resolution.warning}", [name, base])
+                    self.warn(
+                        _choice_rule(resolution), f"{name}: {resolution.warning}", [name, base]
+                    )
                 if resolution.ref is not None:
                     members.append(self._req(spec, kind, resolution.ref, resolution.reason, fmt))
             if members:
@@ -567,3 +590,8 @@ def _unique(deps: Iterable[Dep]) -> tuple[Dep, ...]:
             seen.add(identity)
             kept.append(dep)
     return tuple(kept)
+
+
+def _choice_rule(choice: Choice) -> WarningRule:
+    """A rule's warning: a dependency it left out, or one it pointed elsewhere."""
+    return WarningRule.DEPENDENCY_OMITTED if choice.ref is None else WarningRule.DEPENDENCY_REPLACED

@@ -55,23 +55,42 @@ def dot(
     ]
     leaves: dict[str, str] = {}  # node id -> attributes, drawn once
     edges: list[str] = []
-    kinds: set[Kind] = set()
+    for package in chosen:
+        for field, deps in package.relations(fmt).dependency_lists():
+            for i, dep in enumerate(deps):
+                edges += _relation_edges(plan, package, field, i, dep, fmt, drawn, leaves)
+    # A family's picture puts each arch's packages and the leaves of that arch they
+    # depend on in one dot group, named after the arch: dot then draws the edges within
+    # a group straight, so core-sdk8.2-gfx942 sits beside its own core-dev8.2-gfx942, and
+    # the arches keep processor order. (Without groups dot orders them by edge crossings
+    # and mixes them up; a cluster per arch keeps them together but still mixes the
+    # arches.) The release's picture has no leaves: no groups either.
+    groups: dict[str, str] = {}  # node key -> its arch
+    for node in leaves:
+        leaf = plan.by_key.get(node[1:-1])
+        if leaf is not None and leaf.arch is not None:
+            groups[leaf.key] = leaf.arch
+    grouped = set(groups.values())
+    groups.update({p.key: p.arch for p in chosen if p.arch is not None and p.arch in grouped})
+    for node, attributes in leaves.items():
+        if node[1:-1] in groups:
+            leaves[node] = f'{attributes}, group="{groups[node[1:-1]]}"'
     for base, members in groupby(chosen, key=lambda p: p.base):
         out.append(f"  subgraph {_quote('cluster_' + base)} {{")
         out.append(f'    label={_quote(base)}; style=rounded; color="#adb5bd";')
         for package in members:
-            kinds.add(package.kind)
             fill = _FILL.get(package.kind, _META_FILL)
             bold = ", penwidth=2.5" if package.key == focus else ""
+            group = f', group="{groups[package.key]}"' if package.key in groups else ""
             label = _label(package.name(fmt), package.kind.label)
-            out.append(f'    {_quote(package.key)} [label={label}, fillcolor="{fill}"{bold}];')
-            for field, deps in package.relations(fmt).dependency_lists():
-                for i, dep in enumerate(deps):
-                    edges += _relation_edges(plan, package, field, i, dep, fmt, drawn, leaves)
+            out.append(
+                f'    {_quote(package.key)} [label={label}, fillcolor="{fill}"{bold}{group}];'
+            )
         out.append("  }")
     out += _leaf_groups(plan, leaves)
     out += edges
     if legend:
+        kinds = {package.kind for package in chosen}
         out += _legend(kinds, any('class="choice"' in e for e in edges))
     out.append("}")
     return "\n".join(out) + "\n"

@@ -22,10 +22,11 @@ from gfxpack.plan.model import (
     Req,
     Severity,
     Variant,
+    WarningRule,
 )
 from gfxpack.relations import InvalidRelation, Relation
 
-StrEnumT = TypeVar("StrEnumT", Kind, Mode, PinPolicy, Severity, Variant)
+StrEnumT = TypeVar("StrEnumT", Kind, Mode, PinPolicy, Severity, Variant, WarningRule)
 
 _LISTS = ("depends", "recommends", "suggests", "provides", "conflicts", "replaces")
 
@@ -47,15 +48,19 @@ def plan_as_dict(
         "packages": [
             _package_as_dict(p) for p in (plan.packages if packages is None else packages)
         ],
-        "notes": [
-            {
-                "severity": str(note.severity),
-                "message": note.message,
-                "packages": list(note.packages),
-            }
-            for note in plan.notes
-        ],
+        "notes": [_note_as_dict(note) for note in plan.notes],
     }
+
+
+def _note_as_dict(note: Note) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "severity": str(note.severity),
+        "message": note.message,
+        "packages": list(note.packages),
+    }
+    if note.rule is not None:
+        entry["rule"] = str(note.rule)  # what a waiver names (plan --waivers)
+    return entry
 
 
 def _package_as_dict(package: PlannedPackage) -> dict[str, Any]:
@@ -174,7 +179,10 @@ def _plan_from_dict(data: _Json) -> ReleasePlan:
         packages=packages,
         notes=tuple(
             Note(
-                note["severity"].choice(Severity), note["message"].text(), note["packages"].texts()
+                note["severity"].choice(Severity),
+                note["message"].text(),
+                note["packages"].texts(),
+                None if note.get("rule", None).value is None else note["rule"].choice(WarningRule),
             )
             for note in data.get("notes", []).items()
         ),
