@@ -56,6 +56,7 @@ USES: dict[str, set[str]] = {
     "stream list": set(),  # the record only
     "stream promote": {"createrepo_c", "zstandard"},
     "stream prune": {"createrepo_c", "zstandard"},
+    "stream refresh": {"createrepo_c", "zstandard"},
     "stream remove": {"createrepo_c", "zstandard"},
     "try-install": {"solv", "zstandard", "createrepo_c"},  # reads the repository as verify
     "verify": {"solv", "zstandard"},  # rich only for the progress bar on a terminal
@@ -200,6 +201,7 @@ def run_args(command: str, tmp: Path) -> list[str]:
         "stream list": ["--repo", missing],
         "stream promote": ["--from", missing, "--to", out, "--version", "8.2.0-1"],
         "stream prune": ["--repo", missing, "--retain", "nightly"],
+        "stream refresh": ["--repo", missing],
         "stream remove": ["--repo", missing, "--version", "8.2.0-1"],
         "try-install": ["--repo", missing, "x"],
         "verify": ["--repo", missing],

@@ -1,4 +1,5 @@
-"""gfxpack stream: list, prune, promote and remove builds of a release stream's repository."""
+"""gfxpack stream: list, prune, promote and remove builds of a release stream's repository,
+and refresh its signed indexes."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from typing import Any
 
 import click
 
-from gfxpack.cli.common import reports_errors
+from gfxpack.cli.common import reports_errors, terminal_line
 
 
 def _warn(message: str) -> None:
-    click.echo(f"warning: {message}", err=True)
+    click.echo(f"warning: {terminal_line(message)}", err=True)
 
 
 def _common(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -62,29 +63,71 @@ def _options(sign_key: str | None) -> Any:
     return PublishOptions("", _epoch(), sign_key)
 
 
-def _print(result: dict[str, Any], out: Path, sign_key: str | None, as_json: bool) -> None:
+def _print(
+    result: dict[str, Any],
+    out: Path,
+    sign_key: str | None,
+    as_json: bool,
+    dry_run: bool = False,
+    setup: bool = False,
+    removing: bool = False,
+) -> None:
+    """Publish the key beside the indexes signed, then say what the run did (what it
+    would do, with ``dry_run``; for a run ``removing`` builds, also that it removed
+    none), each format's summary as gfxpack repo prints it, and with ``setup`` the
+    lines that point a machine at ``out``."""
     from gfxpack.formats import format_named
+    from gfxpack.repo.names import DEFAULT_NAMES
+    from gfxpack.repo.settings import recorded_settings
+    from gfxpack.repo.setup_package import setup_lines
     from gfxpack.repo.trust import export_public_key, publish_key
 
-    if sign_key and result["formats"]:
-        published = [format_named(r["format"]) for r in result["formats"]]
-        publish_key(out, export_public_key(sign_key, None), published)
+    published = [format_named(r["format"]) for r in result["formats"]]
+    keys = {}
+    if sign_key and published:
+        keys = publish_key(out, export_public_key(sign_key, None), published)
+    lines = {}
+    if setup and published:
+        recorded = recorded_settings(out)
+        lines = setup_lines(
+            out, recorded.base_url, recorded.suite, keys, {}, published,
+            recorded.names or DEFAULT_NAMES,
+        )  # fmt: skip
+        for summary in result["formats"]:
+            summary["setup"] = lines.get(format_named(summary["format"]), {})
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
+    verb = "would remove" if dry_run else "removed"
     for version in result["removed_versions"]:
-        click.echo(f"removed build {version}")
-    for name in result["removed_files"]:
-        click.echo(f"  {name}")
+        click.echo(terminal_line(f"{verb} build {version}"))
+    if result["removed_files"]:
+        if not result["removed_versions"]:
+            click.echo(f"{verb} {len(result['removed_files'])} package file(s)")
+        for name in result["removed_files"]:
+            click.echo(f"  {name}")
+    elif removing and not result["removed_versions"]:
+        click.echo("nothing to remove" + (" (dry run: nothing changed)" if dry_run else ""))
+    if result.get("uninstallable"):
+        became = "would become" if dry_run else "became"
+        click.echo(f"{became} uninstallable (--force): {len(result['uninstallable'])} package(s)")
+        for name in result["uninstallable"]:
+            click.echo(terminal_line(f"  {name}"))  # names read from the indexes
     if result["deleted_files"]:
         click.echo(
             f"deleted {len(result['deleted_files'])} pool file(s) no kept index names any more"
         )
     for summary in result["formats"]:
+        details = [f"suite {summary['suite']}"] if "suite" in summary else []
+        details += ["signed"] if summary.get("signed") else []
         click.echo(
             f"{summary['format']}: {len(summary['added'])} new, {summary['packages']} in "
             f"{out / format_named(summary['format']).repo_dir}"
+            + (f" ({', '.join(details)})" if details else "")
         )
+    for by_client in lines.values():
+        for client, line in by_client.items():
+            click.echo(f"  {client}:  {line}")
 
 
 @click.group("stream")
@@ -94,7 +137,8 @@ def stream_group() -> None:
     A stream's repository (nightly, weekly, rc, stable) holds every retained build
     side by side. Removed packages leave the indexes at once and the pools once no
     kept index generation names them (gfxpack repo --keep-generations), so machines
-    that read an earlier index never miss a file.
+    that read an earlier index never miss a file. refresh signs a repository's
+    indexes again, with a new Valid-Until, publishing nothing.
     """
 
 
@@ -104,8 +148,10 @@ def stream_group() -> None:
 @reports_errors
 def list_command(repo: str, as_json: bool) -> None:
     """The builds a repository holds, oldest first: version, date published, package
-    files, and where a promoted build came from."""
+    files and their size, and where a promoted build came from; then the pool files
+    kept only for older index generations, and the repository's size on disk."""
     from gfxpack.repo import stream
+    from gfxpack.units import human
 
     listing = stream.listing(Path(repo))
     if as_json:
@@ -113,17 +159,33 @@ def list_command(repo: str, as_json: bool) -> None:
         return
     packages = ", ".join(f"{count} {fmt}" for fmt, count in listing["packages"].items())
     signed = f", signed by {listing['signed_by']}" if listing["signed_by"] else ", unsigned"
-    click.echo(f"{repo}: suite {listing['suite']}, {packages}{signed}")
+    # Record text (versions, stream names, the key) is checked when read; escaped
+    # here too, so no record can put a control sequence on the terminal.
+    click.echo(terminal_line(f"{repo}: suite {listing['suite']}, {packages}{signed}"))
     for build in listing["builds"]:
         day = time.strftime("%Y-%m-%d %H:%M", time.gmtime(build["published"]))
-        line = f"  {build['version']:<24} {day} UTC  {len(build['files'])} files"
+        line = (
+            f"  {build['version']:<24} {day} UTC  {len(build['files'])} files, "
+            f"{human(build['bytes'])}"
+        )
         source = build.get("promoted_from")
         if source:
             came = time.strftime("%Y-%m-%d", time.gmtime(source["published"]))
             line += f"  (promoted from {source['stream']}, published there {came})"
-        click.echo(line)
+        click.echo(terminal_line(line))
     if listing["unversioned"]:
-        click.echo(f"  {len(listing['unversioned'])} files of no build (never pruned)")
+        click.echo(
+            f"  {len(listing['unversioned'])} files of no build (never pruned), "
+            f"{human(listing['unversioned_bytes'])}"
+        )
+    for fmt, older in listing["kept_for_older_indexes"].items():
+        if older["files"]:
+            click.echo(
+                f"  {fmt}: {older['files']} pool files, {human(older['bytes'])}, kept only "
+                f"for older indexes (generation {older['generation']} now), until "
+                f"generation {older['until_generation']} is published"
+            )
+    click.echo(f"  {human(listing['bytes_on_disk'])} on disk in all")
 
 
 @stream_group.command("prune")
@@ -144,7 +206,7 @@ def prune_command(
     result = stream.prune(
         out, policy, _options(sign_key), dry_run=dry_run, warn=_warn, unsigned=unsigned
     )
-    _print(result, out, sign_key, as_json)
+    _print(result, out, sign_key, as_json, dry_run=dry_run, removing=True)
 
 
 @stream_group.command("remove")
@@ -154,6 +216,12 @@ def prune_command(
     "--package", "packages", multiple=True, help="A published package file name (repeatable)."
 )
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Remove even what a kept package depends on; the packages left uninstallable "
+    "are listed (without it, such a removal is refused).",
+)
 @_common
 @reports_errors
 def remove_command(
@@ -161,11 +229,17 @@ def remove_command(
     versions: tuple[str, ...],
     packages: tuple[str, ...],
     dry_run: bool,
+    force: bool,
     sign_key: str | None,
     unsigned: bool,
     as_json: bool,
 ) -> None:
-    """Remove builds (by version) or package files (by name) from a repository."""
+    """Remove builds (by version) or package files (by name) from a repository.
+
+    What stays is resolved first (as gfxpack verify resolves it): a removal that takes
+    a package a kept package depends on is refused, naming each such dependency,
+    unless --force.
+    """
     from gfxpack.errors import GfxpackError
     from gfxpack.repo import stream
 
@@ -174,9 +248,9 @@ def remove_command(
     out = Path(repo)
     result = stream.remove(
         out, versions, packages, _options(sign_key), dry_run=dry_run, warn=_warn,
-        unsigned=unsigned,
+        unsigned=unsigned, force=force,
     )  # fmt: skip
-    _print(result, out, sign_key, as_json)
+    _print(result, out, sign_key, as_json, dry_run=dry_run, removing=True)
 
 
 @stream_group.command("promote")
@@ -191,6 +265,47 @@ def remove_command(
     help="The source stream's name, recorded in the target. Default: the source's directory name.",
 )
 @click.option("--retain", metavar="POLICY", help=_retain_help("Also prune the target"))
+@click.option(
+    "--valid-for",
+    type=int,
+    metavar="DAYS",
+    help="The target's apt Release says Valid-Until: DAYS after its Date (0: no end; "
+    "gfxpack stream refresh renews it). Default: the target's, no end for a new one.",
+)
+@click.option(
+    "--repo-id",
+    metavar="ID",
+    help="What machines call the target (its setup lines' file names, dnf's and zypper's "
+    "id), as gfxpack repo --repo-id. Default: the target's, its directory's name for a "
+    "new one.",
+)
+@click.option(
+    "--repo-name",
+    metavar="TEXT",
+    help="The name dnf and zypper show for the target. Default: the target's, its "
+    "repository id for a new one.",
+)
+@click.option(
+    "--origin",
+    help="The target's apt Origin (o= in pins). Default: the target's, the source's for a new one.",
+)
+@click.option(
+    "--label",
+    help="The target's apt Label (l= in pins). Default: the target's, the source's for a new one.",
+)
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="Where the target is served, for its printed setup lines (remembered). Default: "
+    "the target's, else the target as a file: URL.",
+)
+@click.option(
+    "--allow-unsigned-packages",
+    is_flag=True,
+    help="Promote RPMs not signed by --sign-key into a signed target (without it, that is "
+    "refused: its setup says gpgcheck=1, so dnf and zypper would refuse them); the "
+    "target's setup then says gpgcheck=0, as gfxpack repo --allow-unsigned-packages.",
+)
 @_common
 @reports_errors
 def promote_command(
@@ -199,27 +314,79 @@ def promote_command(
     version: str,
     from_stream: str | None,
     retain: str | None,
+    valid_for: int | None,
+    repo_id: str | None,
+    repo_name: str | None,
+    origin: str | None,
+    label: str | None,
+    base_url: str | None,
+    allow_unsigned_packages: bool,
     sign_key: str | None,
     unsigned: bool,
     as_json: bool,
 ) -> None:
     """Publish a build of one stream's repository into another's: the same package
     files, new signed indexes, the source stream recorded (gfxpack stream list shows
-    it). A new TARGET takes the source's suite and names."""
+    it), then the lines that point a machine at the target.
+
+    A target keeps its own settings: an existing one those it was published with, a
+    new one the source's suite, Origin, Label and Codename but its own repository id
+    (its directory's name) and no Valid-Until, unless the options here say otherwise.
+    """
+    from dataclasses import replace
+
     from gfxpack.repo import stream
     from gfxpack.repo.retention import Retention
+    from gfxpack.repo.setup_package import check_base_url
 
+    if base_url is not None:
+        check_base_url(base_url)
     policy = Retention.parse(retain) if retain is not None else None
     src = Path(source)
     out = Path(target)
+    given = {"valid_for_days": valid_for, "repo_id": repo_id, "repo_name": repo_name,
+             "origin": origin, "label": label}  # fmt: skip
     result = stream.promote(
         src,
         out,
         version,
         from_stream or src.resolve().name,
-        _options(sign_key),
+        replace(_options(sign_key), base_url=base_url),
         policy,
+        given,
         warn=_warn,
         unsigned=unsigned,
+        allow_unsigned_packages=allow_unsigned_packages,
     )
+    _print(result, out, sign_key, as_json, setup=True)
+
+
+@stream_group.command("refresh")
+@click.option("--repo", required=True, type=click.Path(file_okay=False), help="Repository root.")
+@_common
+@reports_errors
+def refresh_command(repo: str, sign_key: str | None, unsigned: bool, as_json: bool) -> None:
+    """Sign a repository's indexes again, with a new Date and Valid-Until, publishing
+    nothing: for a repository published with --valid-for whose next publish is further
+    away than its Valid-Until (gfxpack verify --expires-within says when)."""
+    from gfxpack.repo import stream
+
+    out = Path(repo)
+    options = _options(sign_key)
+    result = stream.refresh(out, options, warn=_warn, unsigned=unsigned)
+    names = _recorded_names(out)
+    until = options.epoch + names.valid_for_days * 86_400 if names.valid_for_days else None
+    result["valid_until"] = until
     _print(result, out, sign_key, as_json)
+    if not as_json:
+        click.echo(
+            "apt's Release is valid until "
+            + (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until)) if until else "no end")
+        )
+
+
+def _recorded_names(out: Path) -> Any:
+    from gfxpack.repo.names import DEFAULT_NAMES
+    from gfxpack.repo.settings import recorded_settings
+
+    return recorded_settings(out).names or DEFAULT_NAMES

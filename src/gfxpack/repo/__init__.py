@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from gfxpack.errors import StrictFailure
-from gfxpack.outdir import read_index
+from gfxpack.outdir import INDEX, read_index
 from gfxpack.repo import run
 from gfxpack.repo.inputs import InputFile, RepoError, collect
 from gfxpack.repo.names import DEFAULT_NAMES, RepositoryNames, check_suite
 from gfxpack.repo.options import PublishOptions
+from gfxpack.repo.recorded import build_version_problem
 from gfxpack.repo.retention import Retention
 from gfxpack.repo.transaction import os_errors
 
@@ -62,6 +63,10 @@ def publish(
     names: RepositoryNames = DEFAULT_NAMES,
     retain: Retention | None = None,
     unsigned: bool = False,
+    base_url: str | None = None,
+    allow_unsigned_packages: bool = False,
+    allow_weak_key: bool = False,
+    extra_keys: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Add the packages of ``builds`` to the repository of each format under ``out``: the
     apt one at out/apt, the rpm-md one at out/rpm; one summary per format published.
@@ -71,7 +76,11 @@ def publish(
     ``suite`` None is the one the repository has (stable for a new one). With
     ``retain`` the builds it no longer keeps are pruned in the same run
     (repo/retention.py). A repository signed before is not published unsigned unless
-    ``unsigned``."""
+    ``unsigned``. ``base_url`` (None: the one recorded) is remembered for the setup
+    lines of later runs. An unsigned RPM is not published into a signed repository
+    unless ``allow_unsigned_packages``, nor is a repository signed with a key current
+    apt or dnf reject unless ``allow_weak_key``; an RPM may be signed by one of
+    ``extra_keys``, the keys published beside the signing key (repo/package_signatures.py)."""
     builds = [builds] if isinstance(builds, Path) else list(builds)
     if suite is not None:
         check_suite(suite)
@@ -87,11 +96,14 @@ def publish(
             out,
             files,
             run.Request(add=added, retain=retain),
-            PublishOptions(suite or "", epoch, sign_key, gnupghome),
+            PublishOptions(suite or "", epoch, sign_key, gnupghome, base_url=base_url),
             names=names,
             warn=warn,
             wait=wait,
             unsigned=unsigned,
+            allow_unsigned_packages=allow_unsigned_packages,
+            allow_weak_key=allow_weak_key,
+            extra_keys=extra_keys,
         )
     formats: list[dict[str, Any]] = result["formats"]
     if retain is not None:
@@ -108,4 +120,8 @@ def _build_of(build: Path, files: list[InputFile], epoch: int) -> run.Build | No
     if not isinstance(index, dict) or not isinstance(index.get("rocm_version"), str):
         return None
     version = f"{index['rocm_version']}-{index.get('release', '1')}"
+    # Checked as gfxpack build takes it: the record keeps it, and reads it back so.
+    problem = build_version_problem(version)
+    if problem:
+        raise RepoError(f"{build / INDEX}: {problem}")
     return run.Build(version, epoch, tuple(sorted(f.name for f in files)))

@@ -15,3 +15,5 @@ class PublishOptions:
     sign_key: str | None = None
     gnupghome: str | None = None
     names: RepositoryNames = DEFAULT_NAMES
+    # Where the repository is served (the setup lines' URLs); None: as recorded.
+    base_url: str | None = None

@@ -15,12 +15,21 @@ from gfxpack.formats import FORMATS, PackageFormat, format_named
 from gfxpack.repo import generations, legacy
 from gfxpack.repo.backends import Indexes, backend
 from gfxpack.repo.inputs import InputFile, RepoError
+from gfxpack.repo.kept_dependencies import holes
 from gfxpack.repo.names import RepositoryNames
 from gfxpack.repo.options import PublishOptions
+from gfxpack.repo.own_tree import check_tree
+from gfxpack.repo.package_signatures import check_run
 from gfxpack.repo.retention import Retention
 from gfxpack.repo.settings import settle
-from gfxpack.repo.state import DATABASE, PackageEntry, State
-from gfxpack.repo.transaction import Transaction, check_published, os_errors, stamp
+from gfxpack.repo.state import DATABASE, PackageEntry, State, has_record
+from gfxpack.repo.transaction import (
+    Transaction,
+    check_published,
+    check_recorded,
+    os_errors,
+    stamp,
+)
 
 # A file retired by this run, before its generation's number is known.
 _RETIRING = -1
@@ -50,12 +59,17 @@ class Build:
 @dataclass(frozen=True)
 class Request:
     """What one run does: builds it adds (their files among its inputs), a retention
-    policy applied after, builds and package files it removes."""
+    policy applied after, builds and package files it removes (refused when a kept
+    package would lose a dependency, unless ``force``), and whether every format's
+    indexes are written and signed again though nothing changed (``refresh``: a new
+    Date and Valid-Until)."""
 
     add: Sequence[Build] = ()
     retain: Retention | None = None
     remove_versions: Sequence[str] = ()
     remove_packages: Sequence[str] = ()
+    force: bool = False
+    refresh: bool = False
 
 
 @dataclass
@@ -77,41 +91,75 @@ def apply(
     wait: bool = True,
     dry_run: bool = False,
     unsigned: bool = False,
+    allow_unsigned_packages: bool = False,
+    allow_weak_key: bool = False,
+    extra_keys: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Publish ``files`` into the repositories under ``out`` and carry out ``request``,
-    in one run (see the module); with ``dry_run`` only what would change is said.
-    ``names`` (None: as recorded) name the repository; a repository signed before is
-    not published unsigned unless ``unsigned``. The result: each format's summary, the
-    versions and files removed from the indexes, and the pool files deleted."""
+    in one run (see the module); with ``dry_run`` only what would change is said (and
+    no key is needed: nothing is signed). ``names`` (None: as recorded) name the
+    repository; a repository signed before is not published unsigned unless
+    ``unsigned``; an unsigned package is not added into a signed one unless
+    ``allow_unsigned_packages``, nor is it signed with a key current clients reject
+    unless ``allow_weak_key``, and a package may be signed by one of ``extra_keys``
+    (repo/package_signatures.py). The result: each format's
+    summary, the versions and files removed from the indexes, the pool files deleted,
+    and the kept packages a removal made uninstallable (with ``force``)."""
     with (
         os_errors(str(out)),
         Transaction(out, warn, wait) as tx,
         record(out, warn, adopt=not dry_run) as state,
     ):
-        options, settings = settle(state, options, names, unsigned)
+        check_tree(out)  # under the lock: what this run writes in is no link out of OUT
+        options, settings = settle(state, options, names, unsigned or dry_run)
         roots = {fmt: out / fmt.repo_dir for fmt in FORMATS}
         if not dry_run:
             _recover(state, roots, warn)
         plan = _plan(state, request, options.epoch, out)
+        uninstallable = _check_removal(out, options.suite, request, plan)
         adding, revived, restamped = _read_inputs(state, files, plan.drop, roots)
         result: dict[str, Any] = {
             "removed_versions": plan.removed_versions,
             "removed_files": sorted(plan.drop),
             "deleted_files": [],
+            "uninstallable": uninstallable,
             "formats": [],
         }
         if dry_run:
             return result
+        # The one check of what a signed repository takes, for every run that adds.
+        settings |= check_run(
+            state,
+            options,
+            [item.path for fmt in FORMATS for item, _ in adding[fmt]]
+            + [backend(fmt).pool(roots[fmt]) / e.name for fmt in FORMATS for e in revived[fmt]],
+            allow_unsigned_packages=allow_unsigned_packages,
+            allow_weak_key=allow_weak_key,
+            extra_keys=extra_keys,
+            warn=warn,
+        )
         touched = {f.format for f in files} | {format_of(n) for n in plan.drop}
         # A format's indexes are written when this run changes it, or when it has
-        # packages and its indexes are stale (a killed run) or gone.
+        # packages and its indexes are stale (a killed run), gone, or to be refreshed.
         written = [
             fmt for fmt in FORMATS
             if fmt in touched or (state.live_count(fmt.name) and (
-                state.setting(f"stale:{fmt.name}") is not None
+                request.refresh
+                or state.setting(f"stale:{fmt.name}") is not None
                 or not _has_top_file(fmt, roots[fmt], options.suite)
             ))
         ]  # fmt: skip
+        # What the new indexes name is what the record says: every pool file they index
+        # is checked (its inputs were, above), so a file changed in place since it was
+        # published (signed again, say) is an error, never indexed under old digests.
+        inputs = {item.name for item in files}
+        for fmt in written:
+            pool = backend(fmt).pool(roots[fmt])
+            for name, recorded, size, sha256 in state.live_stamps(fmt.name):
+                if name not in inputs and name not in plan.drop:
+                    now = check_recorded(pool / name, size, sha256, recorded)
+                    if now != recorded:
+                        restamped.append((name, now))
         with state.transaction():
             for fmt in FORMATS:
                 state.set_pending(fmt.name, [item.name for item, _ in adding[fmt]])
@@ -174,7 +222,14 @@ def apply(
 def record(out: Path, warn: Callable[[str], None], adopt: bool = True) -> Iterator[State]:
     """The record of ``out``, made from what an older gfxpack left when there is none
     (unless not ``adopt``: then that is an error)."""
-    fresh = not (out / DATABASE).exists()
+    fresh = not has_record(out)
+    if fresh and (out / DATABASE).exists() and legacy.present(out) and adopt:
+        # An empty record is no empty repository: taken for one, this run would drop
+        # every package published before from the signed indexes.
+        warn(
+            f"{out / DATABASE}: empty; rebuilt from the package files of the pools (they "
+            "stay published; which build each belonged to is not known again)"
+        )
     if fresh and not adopt and legacy.present(out):
         raise RepoError(legacy.NOT_ADOPTED.format(out=out))
     with State.open(out) as state:
@@ -267,6 +322,21 @@ def _plan(state: State, request: Request, now: int, out: Path) -> _Plan:
             if row.id not in plan.gone and set(state.build_files(row.id)) <= packages:
                 plan.removed_versions.append(row.version)
     return plan
+
+
+def _check_removal(out: Path, suite: str, request: Request, plan: _Plan) -> list[str]:
+    """The kept packages a removal leaves uninstallable, when ``request.force``; without
+    it, a removal that takes a dependency of a kept package is refused, naming each."""
+    if not (request.remove_versions or request.remove_packages) or not plan.drop:
+        return []
+    found = holes(out, suite, plan.drop)
+    if found.lost and not request.force:
+        raise RepoError(
+            f"{out}: removing {', '.join(sorted(plan.drop))} leaves kept packages without "
+            f"a dependency: {'; '.join(found.lost)}; nothing was removed (remove those "
+            "packages too, or give --force to leave them uninstallable)"
+        )
+    return found.uninstallable
 
 
 def _read_inputs(

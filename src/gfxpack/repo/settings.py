@@ -1,6 +1,7 @@
 """What a repository keeps from run to run, in its record: its apt suite (one per
-repository), the names users' machines know it by, and the key its indexes are signed
-with; a run that says nothing of them takes them from there."""
+repository), the names users' machines know it by, where it is served (--base-url) and
+the key its indexes are signed with; a run that says nothing of them takes them from
+there."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 from gfxpack.repo.inputs import RepoError
 from gfxpack.repo.names import RepositoryNames
 from gfxpack.repo.options import PublishOptions
-from gfxpack.repo.state import DATABASE, State
+from gfxpack.repo.state import State, has_record
 
 DEFAULT_SUITE = "stable"
 
@@ -20,11 +21,13 @@ DEFAULT_SUITE = "stable"
 @dataclass(frozen=True)
 class Recorded:
     """What a repository keeps from run to run: its apt suite, its names (None: a new
-    repository) and the key its indexes are signed with."""
+    repository), the URL it is served at (None: never given) and the key its indexes
+    are signed with."""
 
     suite: str = DEFAULT_SUITE
     names: RepositoryNames | None = None
     signed_by: str | None = None
+    base_url: str | None = None
 
     def with_names(self, given: dict[str, Any]) -> RepositoryNames:
         """The repository's names with those ``given`` (None: not given) instead; a
@@ -39,11 +42,29 @@ class Recorded:
 def recorded_settings(out: Path) -> Recorded:
     """What the repository at ``out`` keeps (see Recorded); the defaults when there is
     none."""
-    if not (out / DATABASE).is_file():
+    if not has_record(out):
         return Recorded()
     with State.open(out, create=False) as state:
         names = _recorded_names(state) if state.setting("names") is not None else None
-        return Recorded(state.setting("suite") or DEFAULT_SUITE, names, state.setting("signed_by"))
+        return Recorded(
+            state.setting("suite") or DEFAULT_SUITE,
+            names,
+            state.setting("signed_by"),
+            _recorded_base_url(state),
+        )
+
+
+def _recorded_base_url(state: State) -> str | None:
+    """The --base-url the repository was last published with, checked as one given."""
+    from gfxpack.repo.setup_package import check_base_url
+
+    url = state.setting("base_url")
+    if url is not None:
+        try:
+            check_base_url(url)
+        except RepoError as e:
+            raise RepoError(f"{state.path}: the recorded {e}") from None
+    return url
 
 
 def settle(
@@ -73,8 +94,11 @@ def settle(
         "suite": suite,
         "names": json.dumps(_names_json(names)),
         "signed_by": options.sign_key or None,
+        "base_url": options.base_url or state.setting("base_url"),
     }
-    settled = PublishOptions(suite, options.epoch, options.sign_key, options.gnupghome, names)
+    settled = PublishOptions(
+        suite, options.epoch, options.sign_key, options.gnupghome, names, settings["base_url"]
+    )
     return settled, settings
 
 

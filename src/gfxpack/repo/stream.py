@@ -25,19 +25,26 @@ pruned.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from gfxpack.formats import FORMATS
 from gfxpack.repo import legacy
 from gfxpack.repo.backends import backend
+from gfxpack.repo.generations import DEFAULT_KEEP
 from gfxpack.repo.inputs import InputFile, RepoError
+from gfxpack.repo.names import DEFAULT, REPO_ID, RepositoryNames
 from gfxpack.repo.options import PublishOptions
+from gfxpack.repo.own_tree import check_tree
+from gfxpack.repo.recorded import stream_name_problem
 from gfxpack.repo.retention import Retention
 from gfxpack.repo.run import Build, Request, apply, format_of, record
-from gfxpack.repo.settings import recorded_settings
-from gfxpack.repo.state import DATABASE, State
+from gfxpack.repo.settings import Recorded, recorded_settings
+from gfxpack.repo.state import DATABASE, State, has_record
 from gfxpack.repo.transaction import Transaction, check_published, os_errors
 
 
@@ -50,7 +57,7 @@ def _builds(state: State) -> list[Build]:
 
 def read_builds(out: Path) -> list[Build]:
     """The builds published into ``out``, oldest first; none when it has none."""
-    if not (out / DATABASE).is_file():
+    if not has_record(out):
         return []
     with State.open(out, create=False) as state:
         return _builds(state)
@@ -58,22 +65,59 @@ def read_builds(out: Path) -> list[Build]:
 
 def listing(out: Path) -> dict[str, Any]:
     """What the repository at ``out`` holds, as JSON values: its suite, each build (its
-    version, date, promotion and files) and the package files of no build."""
+    version, date, promotion, files and their bytes), the package files of no build,
+    per format the pool files kept only for older index generations, and the bytes of
+    every file under ``out``."""
     _check_repository(out)
     if not (out / DATABASE).is_file():
         raise RepoError(legacy.NOT_ADOPTED.format(out=out))
+    names = recorded_settings(out).names
+    keep = names.keep_generations if names is not None else DEFAULT_KEEP
     with State.open(out, create=False) as state:
         builds = _builds(state)
         counts = {fmt.name: state.live_count(fmt.name) for fmt in FORMATS}
         suite = state.setting("suite")
         signed = state.setting("signed_by")
+        sizes = {name: size for fmt in FORMATS for name, _, size, _ in state.live_stamps(fmt.name)}
         in_builds = {name for b in builds for name in b.files}
-        loose = sorted(
-            name for fmt in FORMATS for name, *_ in state.live_stamps(fmt.name)
-            if name not in in_builds
-        )  # fmt: skip
-    return {"suite": suite, "signed_by": signed, "packages": counts,
-            "builds": [b.as_json() for b in builds], "unversioned": loose}  # fmt: skip
+        loose = sorted(name for name in sizes if name not in in_builds)
+        older = {fmt.name: _kept_for_older_indexes(state, fmt.name, keep) for fmt in FORMATS}
+    listed = []
+    for build in builds:
+        document = build.as_json()
+        document["bytes"] = sum(sizes.get(name, 0) for name in build.files)
+        listed.append(document)
+    return {"suite": suite, "signed_by": signed, "packages": counts, "builds": listed,
+            "unversioned": loose, "unversioned_bytes": sum(sizes[n] for n in loose),
+            "kept_for_older_indexes": older, "bytes_on_disk": _bytes_under(out)}  # fmt: skip
+
+
+def _kept_for_older_indexes(state: State, fmt: str, keep: int) -> dict[str, Any]:
+    """The pool files of ``fmt`` that left the indexes and stay for the older index
+    generations that name them: how many, their bytes, the current generation, and the
+    generation whose publish removes the last of them (repo/run.py's _collect: a file
+    retired at G goes once the oldest of the ``keep`` kept generations is G)."""
+    retired = [(size, at) for _, size, at in state.retired_files(fmt) if at > 0]
+    kept = state.generations(fmt)
+    current = kept[-1][0] if kept else 0
+    return {
+        "files": len(retired),
+        "bytes": sum(size for size, _ in retired),
+        "generation": current,
+        "until_generation": max((at + keep - 1 for _, at in retired), default=None),
+    }
+
+
+def _bytes_under(out: Path) -> int:
+    """The bytes of every regular file under ``out`` (symlinks neither counted nor
+    followed): what the repository takes on disk, its record included."""
+    total = 0
+    for directory, _, names in os.walk(out):
+        for name in names:
+            info = os.lstat(os.path.join(directory, name))
+            if stat.S_ISREG(info.st_mode):
+                total += info.st_size
+    return total
 
 
 # --- the operations ---------------------------------------------------------------------
@@ -97,12 +141,25 @@ def remove(
     versions: Sequence[str],
     packages: Sequence[str],
     options: PublishOptions,
+    force: bool = False,
     **run: Any,
 ) -> dict[str, Any]:
-    """Remove the builds of ``versions`` and the package files named in ``packages``."""
+    """Remove the builds of ``versions`` and the package files named in ``packages``;
+    refused when a kept package would lose a dependency, unless ``force`` (then the
+    result lists the packages left uninstallable)."""
     _check_repository(out)
-    request = Request(remove_versions=versions, remove_packages=packages)
+    request = Request(remove_versions=versions, remove_packages=packages, force=force)
     return apply(out, [], request, options, **run)
+
+
+def refresh(out: Path, options: PublishOptions, **run: Any) -> dict[str, Any]:
+    """Write and sign every format's indexes again, with what they held: a new Date, and
+    a new Valid-Until for a repository published with one. Nothing is published."""
+    _check_repository(out)
+    result = apply(out, [], Request(refresh=True), options, **run)
+    if not result["formats"]:
+        raise RepoError(f"{out}: publishes no package, so it has no indexes to refresh")
+    return result
 
 
 def promote(
@@ -112,20 +169,28 @@ def promote(
     source_stream: str,
     options: PublishOptions,
     retention: Retention | None = None,
+    given: dict[str, Any] | None = None,
     **run: Any,
 ) -> dict[str, Any]:
     """Publish build ``version`` of the repository at ``source`` (stream
     ``source_stream``) into ``out``: its pool files copied as they are (checked against
-    the source's record), the promotion recorded, the indexes made and signed anew."""
+    the source's record), the promotion recorded, the indexes made and signed anew.
+    ``given`` names (RepositoryNames' fields; None: not given) replace the target's; a
+    new target's others are its own (:func:`new_target_names`), never the source's
+    repository id or Valid-Until."""
     if source.resolve() == out.resolve():
         raise RepoError(f"{source}: promoted into itself; give another repository as --to")
     _check_repository(source)
+    problem = stream_name_problem(source_stream)
+    if problem:
+        raise RepoError(f"--from-stream: {problem}")
     warn = run.get("warn", lambda _: None)
     with (
         os_errors(str(source)),
         Transaction(source, warn, run.get("wait", True)),
         record(source, warn) as state,
     ):
+        check_tree(source)  # its pool files are read: never through a link out of it
         row = next((b for b in state.builds() if b.version == version), None)
         if row is None:
             published = ", ".join(b.version for b in state.builds()) or "none"
@@ -149,11 +214,27 @@ def promote(
             tuple(f.name for f in files),
             {"stream": source_stream, "published": row.published},
         )
+        target = recorded_settings(out)
         if not (out / DATABASE).is_file() and not legacy.present(out):
-            # A new repository of the stream is named as its source is.
             origin = recorded_settings(source)
-            options = PublishOptions(
-                options.suite or origin.suite, options.epoch, options.sign_key, options.gnupghome
-            )
-            run.setdefault("names", origin.names)
+            options = replace(options, suite=options.suite or origin.suite)
+            target = Recorded(names=new_target_names(out, origin.names or RepositoryNames()))
+        if target.names is not None or given:
+            run["names"] = target.with_names(given or {})
         return apply(out, files, Request(add=[promoted], retain=retention), options, **run)
+
+
+def new_target_names(out: Path, source: RepositoryNames) -> RepositoryNames:
+    """What a new repository ``out`` a build is promoted into is called unless said
+    otherwise: the source's Origin, Label, Codename and generations kept (the same
+    vendor, pinned alike), its own repository id (its directory's name, when that is
+    one: machines that have both keep them apart), name, and no Valid-Until (a stream
+    published once a week or once a release would expire between publishes)."""
+    ident = out.resolve().name
+    return RepositoryNames(
+        origin=source.origin,
+        label=source.label,
+        repo_id=ident if not REPO_ID.problem(ident) else DEFAULT,
+        codename=source.codename,
+        keep_generations=source.keep_generations,
+    )
