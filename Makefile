@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 DEB_TOOLS := dot:graphviz rpm:rpm rpmkeys:rpm rpm2cpio:rpm2cpio cpio:cpio lintian:lintian \
 	gpg:gpg gpgv:gpgv apt-get:apt chromium:chromium dnf:dnf strace:strace \
 	hipcc:hipcc clang-offload-bundler-15:clang-tools-15 readelf:binutils \
-	zypper:zypper rpmlint:rpmlint unshare:util-linux
+	zypper:zypper rpmlint:rpmlint unshare:util-linux faketime:faketime sqv:sqv bwrap:bubblewrap
 
 .PHONY: demo test check docs lint bench fuzz realworld system-tools clean
 
@@ -14,6 +14,10 @@ $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,docs]'
+	# An editable install leaves the man pages out (data-files): link them where man
+	# looks for a venv's bin/ on PATH, so 'man gfxpack' works once it is activated.
+	mkdir -p $(VENV)/share/man
+	ln -sfn ../../../man $(VENV)/share/man/man1
 	touch $@
 
 system-tools:

@@ -71,6 +71,7 @@ LAYERS: list[tuple[str, ...]] = [
         "gfxpack.kpack",
         "gfxpack.descriptors",
         "gfxpack.amdgpu",
+        "gfxpack.file_arch",
     ),
     # format facts and writers: the plan and package.json spell names with them
     ("gfxpack.formats",),
@@ -87,6 +88,7 @@ LAYERS: list[tuple[str, ...]] = [
         "gfxpack.text_fields",
         "gfxpack.epoch",
         "gfxpack.outdir",
+        "gfxpack.sandbox",
     ),
 ]
 

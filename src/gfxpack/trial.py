@@ -14,16 +14,26 @@ real client (apt-get, dnf or zypper), then a report of what is there.
    the stand-ins first, so the client resolves the release against them as on a real
    machine. :func:`stand_ins` writes them; the report lists them apart.
 3. The client installs the packages from the repository, served over HTTP on
-   127.0.0.1 (:func:`serve`), with its own configuration, state and cache in a scratch
-   directory: nothing of the machine's package configuration is read or changed.
+   127.0.0.1, with its own configuration, state, cache and log in a client directory
+   beside the root: nothing of the machine's package configuration is read or changed.
    Signatures are not checked here (``gfxpack verify --keyring`` checks them).
+   The client, and every script it runs, runs in a sandbox (:mod:`gfxpack.sandbox`):
+   the root and the client directory are the only trees it may write, this machine's
+   system directories are read-only, its network is its own loopback, on which the
+   repository is served. Where the sandbox cannot be made the install is refused;
+   ``scripts=False`` (``--no-scripts``, dnf only) installs without running any
+   scriptlet, outside the sandbox if need be (rpm installs the files chrooted).
+   Interrupted, the root and the client directory are removed, and what killed runs
+   left in the temporary directory is removed by the next run (:func:`sweep_stale`).
 
    - apt: apt-get with dpkg ``--root``; maintainer scripts run chrootless with
-     ``DPKG_ROOT`` set, which the DEB scripts honour.
+     ``DPKG_ROOT`` set, which the DEB scripts honour (a script that does not writes
+     into the sandbox's read-only or private trees, never this machine's).
    - dnf: ``dnf --installroot``; zypper: ``zypper --root``. rpm runs scriptlets
      chrooted into the root, so the root gets this machine's ``/bin/sh``,
      ``update-alternatives`` and ``ldconfig`` with the libraries they load
-     (:func:`scriptlet_tools`).
+     (:func:`scriptlet_tools`). Both put their cache and log inside the root unless
+     named from it (:func:`beside`).
 4. The report: every package installed (stand-ins aside) with the bytes of the regular
    files it owns in the root, the alternatives its scripts registered, and every
    package or file of another GPU arch. A file is of an arch when its path names a
@@ -41,11 +51,13 @@ stand-ins, the root, the report) are the four steps above, in order, sharing one
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import functools
 import http.server
 import os
-import re
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -55,26 +67,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gfxpack.amdgpu import (
-    BY_NAME,
-    GENERIC,
-    GENERIC_PROCESSORS,
-    PROCESSORS,
-    processor_problem,
-    sort_targets,
-)
+from gfxpack.amdgpu import GENERIC, PROCESSORS, processor_problem, sort_targets
 from gfxpack.errors import GfxpackError
+from gfxpack.file_arch import file_arch
 from gfxpack.formats import DEB, RPM, PackageFormat, PackageInfo
 from gfxpack.repo.debfile import ARCHITECTURE, PACKAGE_NAME, VERSION, parse_stanzas
 from gfxpack.repo.names import COMPONENT, SUITE
 from gfxpack.repo.rpmfile import RPM_ARCH, RPM_NAME, RPM_VERSION
+from gfxpack.sandbox import URL, Sandbox, SandboxUnavailable, probe
 from gfxpack.verify.resolution import select
 from gfxpack.verify.rules import arch_of
 from gfxpack.verify.system import SystemPackage, read_system
 from gfxpack.verify.universe import load, locate, pick_suite
 
-# A root try-install made holds this file: only such a root is replaced by a later run.
+# A root or client directory try-install made holds this file: only such a root is
+# replaced by a later run, and only such a directory is removed as stale.
 MARKER = ".gfxpack-try-install"
+# ... and this one while a run is making it: one a dead run left is stale.
+RUNNING = ".gfxpack-try-install-running"
+# The temporary roots and client directories, in the temporary directory.
+ROOT_PREFIX = "gfxpack-try-install-"
+CLIENT_PREFIX = "gfxpack-try-install-client-"
 # The machine the stand-ins and the clients pretend to be (the bundled lists' arch).
 APT_ARCHITECTURE = "amd64"
 RPM_RELEASEVER = "9"
@@ -154,6 +167,8 @@ class Trial:
     alternatives: dict[str, str] = field(default_factory=dict)
     foreign_packages: list[str] = field(default_factory=list)
     foreign_files: list[ForeignFile] = field(default_factory=list)
+    sandboxed: bool = True  # whether the client ran in the sandbox
+    scripts: bool = True  # whether the packages' scripts ran (not: --no-scripts)
 
     @property
     def ok(self) -> bool:
@@ -192,6 +207,8 @@ class Trial:
             "packages": [p.as_dict() for p in self.packages],
             "total_size": self.total_size,
             "alternatives": self.alternatives,
+            "sandboxed": self.sandboxed,
+            "scripts": self.scripts,
             "other_arch": {
                 "packages": self.foreign_packages,
                 "files": [f.as_dict() for f in self.foreign_files],
@@ -290,33 +307,58 @@ def repo_section(name: str, url: str) -> str:
     )
 
 
-def dnf_options(home: Path, root: Path) -> list[str]:
+def dnf_options(home: Path, root: Path, scripts: bool = True, from_root: bool = False) -> list[str]:
     """dnf's options for its own configuration, repository files (``home/repos.d``), cache
-    and log, installing into ``root``."""
+    and log, installing into ``root``; without ``scripts``, no scriptlet or trigger
+    runs. dnf puts the cache and log inside the root unless ``from_root`` names them
+    from it (:func:`beside`): then dnf must run in ``root`` (its working directory)."""
     for directory in ("repos.d", "cache", "log"):
         (home / directory).mkdir(parents=True, exist_ok=True)
     conf = home / "dnf.conf"
     conf.write_text("[main]\nplugins=False\n", encoding="utf-8")
+    cache, log = (beside(root, home / d) if from_root else str(home / d) for d in ("cache", "log"))
     return [
         *("-c", str(conf), "--installroot", str(root)),
         f"--setopt=reposdir={home / 'repos.d'}",
-        f"--setopt=cachedir={home / 'cache'}",
-        f"--setopt=logdir={home / 'log'}",
+        f"--setopt=cachedir={cache}",
+        f"--setopt=logdir={log}",
         f"--releasever={RPM_RELEASEVER}",
         "--disableplugin=*",
+        *([] if scripts else ["--setopt=tsflags=noscripts,notriggers"]),
         "-y",
     ]
 
 
-def zypper_options(home: Path, root: Path) -> list[str]:
+def zypper_options(home: Path, root: Path, from_root: bool = False) -> list[str]:
     """zypper's options for its own repository files (``home/repos.d``) and caches,
-    installing into ``root``."""
+    installing into ``root``; ``from_root`` as for :func:`dnf_options`. (Its log goes
+    where ``ZYPP_LOGFILE`` says: :func:`zypper_environment`.)"""
     for directory in ("repos.d", "cache"):
         (home / directory).mkdir(parents=True, exist_ok=True)
+    cache = beside(root, home / "cache") if from_root else str(home / "cache")
     return [
         *("--non-interactive", "--root", str(root)),
-        *("--reposd-dir", str(home / "repos.d"), "--cache-dir", str(home / "cache")),
+        *("--reposd-dir", str(home / "repos.d"), "--cache-dir", cache),
     ]
+
+
+def zypper_environment(home: Path) -> dict[str, str]:
+    """zypper's log in ``home`` (by default it appends to this machine's
+    /var/log/zypper.log, whatever ``--root`` says)."""
+    return {"ZYPP_LOGFILE": str(home / "zypper.log")}
+
+
+def beside(root: Path, directory: Path) -> str:
+    """``directory`` as a path the client reaches from ``root``: dnf and zypper put their
+    cache and log directories inside the install root (they prefix the root to them), so
+    a client directory beside the root is named from the root with ``..``. dnf also
+    uses the path as given (hawkey's log), so it runs in the root, where both readings
+    lead to the same place.
+
+    >>> beside(Path("/tmp/r"), Path("/tmp/gfxpack-try-install-client-1/cache"))
+    '../gfxpack-try-install-client-1/cache'
+    """
+    return os.path.relpath(os.path.realpath(directory), os.path.realpath(root))
 
 
 # What rpm's scriptlets run, copied from this machine into the root they run chrooted in:
@@ -474,18 +516,40 @@ def _stand_in_info(fmt: PackageFormat, package: SystemPackage, label: str) -> Pa
 # --- running the tools --------------------------------------------------------------------
 
 
-def _run(command: Sequence[str], what: str, env: dict[str, str] | None = None) -> str:
-    """Run a tool; its stdout. A failure is one TrialError: ``what`` failed, the command's
-    last lines of output below it."""
-    environment = {**os.environ, "LC_ALL": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"}
+def _run(
+    command: Sequence[str],
+    what: str,
+    env: dict[str, str] | None = None,
+    sandbox: Sandbox | None = None,
+    serve: Path | None = None,
+    cwd: Path | None = None,
+) -> str:
+    """Run a tool in ``cwd``, in ``sandbox`` when there is one (serving ``serve`` on
+    :data:`gfxpack.sandbox.URL` there); its stdout. A failure is one TrialError: ``what``
+    failed, the command's last lines of output below it."""
+    environment = {"LC_ALL": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive", **(env or {})}
+    if sandbox is None:
+        environment = {**os.environ, **environment}
+        argv = list(command)
+    else:
+        # Nothing of this environment goes in but the PATH the tools were found on, and
+        # HOME: Debian's rpm keeps its database under the root at $HOME/.rpmdb.
+        inside = {
+            "PATH": os.environ.get("PATH", os.defpath),
+            "HOME": os.environ.get("HOME", "/root"),
+            **environment,
+        }
+        argv = sandbox.command(command, inside, serve, cwd)
+        cwd = None
     result = subprocess.run(
-        list(command),
+        argv,
+        cwd=cwd,
         capture_output=True,
         text=True,
         errors="replace",
         check=False,
         stdin=subprocess.DEVNULL,
-        env={**environment, **(env or {})},
+        env=environment,
     )
     if result.returncode != 0:
         output = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
@@ -538,18 +602,106 @@ def _existing_root(root: Path) -> bool:
     return True
 
 
-def _fresh_root(root: Path, replace: bool) -> None:
-    """``root`` as an empty directory holding the marker; an earlier root is replaced."""
+def _fresh_root(root: Path, replace: bool) -> int:
+    """``root`` as an empty directory holding the marker, claimed (:func:`_claim`); an
+    earlier root is replaced. The descriptor holding the claim."""
     try:
         if replace:
             shutil.rmtree(root)
         root.mkdir(parents=True, exist_ok=True)
-        (root / MARKER).write_text(
-            "a throwaway root of gfxpack try-install; a later run into it replaces it\n",
-            encoding="utf-8",
-        )
     except OSError as e:
         raise TrialError(f"{root}: cannot make the root: {e.strerror}") from None
+    return _claim(root, "a throwaway root of gfxpack try-install; a later run into it replaces it")
+
+
+def _claim(directory: Path, what: str) -> int:
+    """Lock ``directory`` for as long as this process lives (the lock goes with it, even
+    when it is killed), then write the marker saying ``what`` it is and :data:`RUNNING`:
+    a later run removes a directory holding RUNNING as stale only when it can take the
+    lock (:func:`sweep_stale`). The descriptor holding the lock (:func:`_release`)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        raise TrialError(f"{directory}: cannot open: {e.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        (directory / MARKER).write_text(what + "\n", encoding="utf-8")
+        (directory / RUNNING).write_text(f"{os.getpid()}\n", encoding="utf-8")
+    except OSError as e:
+        os.close(fd)
+        busy = e.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
+        reason = "another try-install is using it" if busy else e.strerror
+        raise TrialError(f"{directory}: cannot claim it: {reason}") from None
+    return fd
+
+
+def _release(directory: Path, fd: int) -> None:
+    """The run is over: ``directory`` (a kept root) is no longer stale when left."""
+    with contextlib.suppress(OSError):
+        (directory / RUNNING).unlink()
+    os.close(fd)
+
+
+def sweep_stale(directory: Path | None = None) -> list[Path]:
+    """Remove what killed runs left in the temporary directory (or ``directory``): each
+    ``gfxpack-try-install-*`` directory of this user that holds :data:`RUNNING` and whose
+    lock no live run holds (a root kept by ``--keep`` holds no RUNNING). The directories
+    removed."""
+    base = Path(tempfile.gettempdir() if directory is None else directory)
+    removed = []
+    for path in sorted(base.glob(ROOT_PREFIX + "*")):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue  # not a directory, or a symlink: not one a run made
+        try:
+            if os.fstat(fd).st_uid != os.geteuid():
+                continue
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # RUNNING is written once the lock is held: with the lock now ours, RUNNING
+            # means its run is gone; none, that the run is starting or was kept.
+            if stat.S_ISREG((path / RUNNING).lstat().st_mode):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+        except OSError:
+            continue  # a live run holds it, or it is no longer there
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _discard(root: Path, keep_directory: bool) -> None:
+    """Remove ``root`` (an interrupted install's), or only what is in it when the
+    directory itself was there before."""
+    if not keep_directory:
+        shutil.rmtree(root, ignore_errors=True)
+        return
+    with contextlib.suppress(OSError), os.scandir(root) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+@contextlib.contextmanager
+def _terminated_as_exit() -> Iterator[None]:
+    """While in effect, SIGTERM ends this process as Ctrl-C (SIGINT) does, by an
+    exception, so that the finally blocks removing the root and the client directory
+    run (SIGTERM's default ends it at once); the exit status is 128 + 15."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers are the main thread's
+        return
+
+    def terminated(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 # --- trying ---------------------------------------------------------------------------------
@@ -583,11 +735,18 @@ def try_install(
     system: Path | None = None,
     archs: Sequence[str] = (),
     suite: str | None = None,
+    scripts: bool = True,
 ) -> Trial:
     """Install ``packages`` from ``repo`` (gfxpack repo's output, or one apt or rpm-md
     repository) into ``root`` with ``client`` (apt, dnf or zypper; default
     :func:`default_client`) and report what is there. Without ``root`` a temporary
-    directory is used and removed afterwards, unless ``keep``."""
+    directory is used and removed afterwards, unless ``keep``.
+
+    The client runs in a sandbox (:mod:`gfxpack.sandbox`) where the root and its own
+    client directory are the only trees it may write; where that sandbox cannot be
+    made, the install is refused, unless ``scripts`` is false (dnf only), which runs
+    no scriptlet. Interrupted (SIGINT, SIGTERM), the root and the client directory are
+    removed; what killed runs left in the temporary directory is removed first."""
     if not packages:
         raise TrialError("name at least one package to install")
     if not Path(repo).is_dir():
@@ -608,6 +767,7 @@ def try_install(
             f"{'dpkg' if fmt is DEB else 'rpm'} runs the packages' scripts in the new root "
             "(run it with sudo, or in a container)"
         )
+    sandboxed = _sandboxed(chosen, scripts)
     replace = root is not None and _existing_root(root)
     listed = read_system(system, fmt)
     infos = _stand_in_infos(fmt, listed[1], listed[0])
@@ -619,40 +779,84 @@ def try_install(
     if fmt is DEB and not SUITE.match(apt_suite):
         raise TrialError(f"{repository / 'dists' / apt_suite}: not a suite name apt reads")
 
+    sweep_stale()
     temporary = root is None
-    where = Path(tempfile.mkdtemp(prefix="gfxpack-try-install-")) if root is None else root
-    try:
-        _fresh_root(where, replace)
-        where = where.resolve()
-        with tempfile.TemporaryDirectory(prefix="gfxpack-try-install-client-") as scratch:
-            home = Path(scratch)
+    existed = root is not None and root.is_dir()
+    with _terminated_as_exit(), contextlib.ExitStack() as cleanup:
+        where = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX)) if root is None else root
+        try:
+            home = Path(tempfile.mkdtemp(prefix=CLIENT_PREFIX))
+            cleanup.callback(shutil.rmtree, home, ignore_errors=True)
+            cleanup.callback(
+                _release, home, _claim(home, "the client directory of a gfxpack try-install")
+            )
+            cleanup.callback(_release, where, _fresh_root(where, replace))
+            where = where.resolve()
+            # The repository is bound (and served) where it is, not through a symlink.
+            repository = repository.resolve()
+            box = Sandbox((where, home), (repository,)) if sandboxed else None
             made = _write_stand_ins(fmt, infos, home / "stand-ins")
             if fmt is DEB:
-                _apt_install(home, where, made, repository, apt_suite, packages)
+                _apt_install(home, where, made, repository, apt_suite, packages, box)
             else:
-                _rpm_install(chosen, home, where, made, repository, packages)
-        trial = _report(chosen, universe.label, where, listed, packages, held)
-        trial.kept = keep or not temporary
-    finally:
-        if temporary and not keep:
-            shutil.rmtree(where, ignore_errors=True)
+                _rpm_install(chosen, home, where, made, repository, packages, box, scripts)
+            trial = _report(chosen, universe.label, where, listed, packages, held, box)
+        except (KeyboardInterrupt, SystemExit):
+            _discard(where, keep_directory=existed)  # half made: nothing of it stays
+            raise
+        finally:
+            if temporary and not keep:
+                shutil.rmtree(where, ignore_errors=True)
+    trial.kept = keep or not temporary
+    trial.sandboxed, trial.scripts = sandboxed, scripts
     return trial
 
 
+def _sandboxed(client: Client, scripts: bool) -> bool:
+    """Whether the client runs in the sandbox: always, when it can be made; else the
+    install is refused, unless ``scripts`` is off (dnf, whose rpm runs chrooted)."""
+    if not scripts and client.name != "dnf":
+        why = "dpkg runs every maintainer script" if client.fmt is DEB else "zypper cannot"
+        raise TrialError(
+            f"--no-scripts: only dnf installs without running the packages' scripts ({why}); "
+            "use --client dnf"
+        )
+    try:
+        probe()
+    except SandboxUnavailable as e:
+        if not scripts:
+            return False
+        raise TrialError(
+            f"{e}; try-install runs the packages' scripts only in that sandbox, so it did "
+            "not install (--client dnf --no-scripts installs without running them)"
+        ) from None
+    return True
+
+
 def _apt_install(
-    home: Path, root: Path, made: list[Path], repository: Path, suite: str, names: Sequence[str]
+    home: Path,
+    root: Path,
+    made: list[Path],
+    repository: Path,
+    suite: str,
+    names: Sequence[str],
+    box: Sandbox | None,
 ) -> None:
+    if box is None:  # _sandboxed refuses apt without one: dpkg --root is not chrooted
+        raise TrialError("apt-get installs only in the sandbox")
     status = dpkg_database(root)
     if made:
         # The stand-ins' own dependencies may be system packages the list leaves out.
         dpkg = ["dpkg", f"--root={root}", "--force-depends", *DPKG_OPTIONS]
-        _run([*dpkg, "-i", *map(str, made)], "installing the stand-ins with dpkg")
+        _run([*dpkg, "-i", *map(str, made)], "installing the stand-ins with dpkg", sandbox=box)
     options = apt_options(home, status, root)
-    with serve(repository) as url:
-        line = f"deb [trusted=yes] {url} {suite} {' '.join(_components(repository, suite))}"
-        (home / "sources.list").write_text(line + "\n")
-        _run(["apt-get", *options, "-q", "update"], f"apt-get update from {repository}")
-        _run(["apt-get", *options, "-q", "-y", "install", *names], "apt-get install")
+    line = f"deb [trusted=yes] {URL} {suite} {' '.join(_components(repository, suite))}"
+    (home / "sources.list").write_text(line + "\n")
+    for command, what in (
+        (["update"], f"apt-get update from {repository}"),
+        (["-y", "install", *names], "apt-get install"),
+    ):
+        _run(["apt-get", *options, "-q", *command], what, sandbox=box, serve=repository)
 
 
 def _components(repository: Path, suite: str) -> list[str]:
@@ -673,31 +877,41 @@ def _rpm_install(
     made: list[Path],
     repository: Path,
     names: Sequence[str],
+    box: Sandbox | None,
+    scripts: bool,
 ) -> None:
-    _run(["rpm", "--root", str(root), "--initdb"], "making the rpm database")
+    _run(["rpm", "--root", str(root), "--initdb"], "making the rpm database", sandbox=box)
     scriptlet_tools(root)
     if made:
         # The stand-ins' own dependencies may be system packages the list leaves out.
-        command = ["rpm", "--root", str(root), "-i", "--nodeps", *map(str, made)]
-        _run(command, "installing the stand-ins with rpm")
+        command = ["rpm", "--root", str(root), "-i", "--nodeps", "--noscripts", *map(str, made)]
+        _run(command, "installing the stand-ins with rpm", sandbox=box)
+    env: dict[str, str] = {}
     if client.name == "dnf":
-        options = dnf_options(home / "dnf", root)
+        options = dnf_options(home / "dnf", root, scripts, from_root=True)
         reposdir = home / "dnf/repos.d"
     else:
-        options = zypper_options(home / "zypper", root)
+        options = zypper_options(home / "zypper", root, from_root=True)
         reposdir = home / "zypper/repos.d"
-    with serve(repository) as url:
+        env = zypper_environment(home / "zypper")
+    command = [client.command, *options, "install", *names]
+    what = f"{client.command} install"
+    with contextlib.ExitStack() as stack:
+        # In the sandbox the repository is served on its own loopback; without one (dnf
+        # --no-scripts), from this process.
+        url = URL if box is not None else stack.enter_context(serve(repository))
         (reposdir / "try-install.repo").write_text(repo_section("try-install", url))
-        _run([client.command, *options, "install", *names], f"{client.command} install")
+        served = repository if box is not None else None
+        # In the root, as beside() says.
+        _run(command, what, env, sandbox=box, serve=served, cwd=root)
 
 
 # --- the report ---------------------------------------------------------------------------
 
-_PROCESSOR_TOKEN = re.compile(r"(?<![0-9a-z])gfx[0-9a-z]+(?:(?:-[0-9]+)*-generic)?(?![0-9a-z])")
-
 
 def file_archs(path: str) -> set[str]:
-    """The processors and generic targets a path names.
+    """The processor or generic target a path belongs to (:func:`gfxpack.file_arch.file_arch`,
+    the answer split routes by), as a set.
 
     >>> sorted(file_archs("/opt/rocm/core-8.2/lib/TensileLibrary_gfx1100-xnack+.co"))
     ['gfx1100']
@@ -706,11 +920,8 @@ def file_archs(path: str) -> set[str]:
     >>> file_archs("/opt/rocm/lib/rocblas/library/Kernels_gfx9-4-generic.co")
     {'gfx9-4-generic'}
     """
-    return {
-        token
-        for token in _PROCESSOR_TOKEN.findall(path.lower())
-        if token in BY_NAME or token in GENERIC_PROCESSORS
-    }
+    arch = file_arch(path)
+    return {arch} if arch else set()
 
 
 def other_archs(path: str, held: Sequence[str]) -> list[str]:
@@ -733,10 +944,11 @@ def _report(
     listed: tuple[str, list[SystemPackage]],
     requested: Sequence[str],
     held: list[str],
+    box: Sandbox | None,
 ) -> Trial:
     label, system = listed
     standing = {p.name for p in system}
-    owned = _owned_files(client.fmt, root)
+    owned = _owned_files(client.fmt, root, box)
     sizes = _file_sizes(root)
     packages, foreign_packages, foreign_files = [], [], []
     for (name, version), paths in sorted(owned.items()):
@@ -771,9 +983,11 @@ def _report(
     )
 
 
-def _owned_files(fmt: PackageFormat, root: Path) -> dict[tuple[str, str], list[str]]:
+def _owned_files(
+    fmt: PackageFormat, root: Path, box: Sandbox | None
+) -> dict[tuple[str, str], list[str]]:
     """(name, version) -> the paths of every package installed in ``root``, as its package
-    database lists them."""
+    database lists them (read in the sandbox: the packages could write the database)."""
     if fmt is DEB:
         command = [
             *("dpkg-query", f"--root={root}", "-W"),
@@ -783,7 +997,7 @@ def _owned_files(fmt: PackageFormat, root: Path) -> dict[tuple[str, str], list[s
         command = ["rpm", "--root", str(root), "-qa", "--qf", "%{NAME}\t%{EVR}\t\n[%{FILENAMES}\n]"]
     owned: dict[tuple[str, str], list[str]] = {}
     paths: list[str] = []
-    for line in _run(command, "listing the installed packages").splitlines():
+    for line in _run(command, "listing the installed packages", sandbox=box).splitlines():
         if line.lstrip().startswith("/"):
             paths.append(line.strip())
         elif line:

@@ -70,6 +70,10 @@ def test_each_client_installs_the_gfx942_closure_and_runs_its_scripts(
     expected = {p.relations(fmt).name for p in reachable(example_release.plan, TARGET, fmt)}
     assert {p["name"] for p in report["packages"]} == expected
     assert report["archs"] == ["gfx942"] and report["ok"] is True
+    assert report["sandboxed"] is True and report["scripts"] is True
+    # The client's cache and logs were in its own directory beside the root, not in it.
+    scratch = {"hawkey.log", "dnf.log", "dnf.librepo.log", "zypper.log", "solv", "raw"}
+    assert [p for p in root.rglob("*") if p.name in scratch or "try-install-client" in p.name] == []
     assert report["other_arch"] == {"packages": [], "files": []}
     # Nothing of another arch is in the root, looked at without the report.
     assert files_naming(root, "gfx1100", "gfx950") == set()
@@ -139,9 +143,9 @@ def test_a_package_that_pulls_every_arch_fails_without_naming_an_arch(leaky_repo
     } in found
     assert "amdrocm-core8.2-gfx1100" in report["other_arch"]["packages"]
     assert result.stderr.strip().endswith("of another arch than gfx942 (gfx950, gfx1100)")
-    # The temporary root is gone.
+    # The temporary root is gone (and what killed runs left before, if anything).
     assert not report["kept"] and not Path(report["root"]).exists()
-    assert leftover_roots() == before
+    assert leftover_roots() <= before
 
 
 @pytest.mark.slow
@@ -213,7 +217,7 @@ def test_a_system_list_that_names_a_path_is_refused(example_repo, tmp_path):
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["system.txt"]
     assert not (tmp_path.parent / "planted").exists()
-    assert leftover_roots() == before
+    assert leftover_roots() <= before
 
 
 def test_an_unknown_arch_is_refused_with_a_suggestion(example_repo):

@@ -55,6 +55,13 @@ CLIENT_NAMES = ("apt", "dnf", "zypper")
     "[default: the bundled Debian 12 / EL 9 list]",
 )
 @click.option("--suite", help="apt suite, when the repository has more than one.")
+@click.option(
+    "--no-scripts",
+    "no_scripts",
+    is_flag=True,
+    help="Run none of the packages' scriptlets (dnf only), so that the install needs "
+    "no sandbox: for a machine whose kernel cannot make one.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @reports_errors
 def try_install_command(
@@ -66,16 +73,32 @@ def try_install_command(
     archs: tuple[str, ...],
     system: Path | None,
     suite: str | None,
+    no_scripts: bool,
     as_json: bool,
 ) -> None:
     """Install PACKAGES from a repository into a throwaway root and report what was installed.
 
     The real client installs them, as on a user's machine: apt-get, dnf or
-    zypper, from the repository served on 127.0.0.1, with its own
-    configuration, state and cache (nothing of this machine's is read or
-    changed). Maintainer scripts and scriptlets run: dpkg's chrootless, rpm's
-    chrooted into the root, which gets this machine's /bin/sh,
-    update-alternatives and ldconfig for them.
+    zypper, with its own configuration, state, cache and log in a client
+    directory beside the root. Maintainer scripts and scriptlets run: dpkg's
+    chrootless, rpm's chrooted into the root, which gets this machine's
+    /bin/sh, update-alternatives and ldconfig for them.
+
+    The client and every script run in a bubblewrap sandbox (bwrap, Debian's
+    bubblewrap): new user, mount, PID and network namespaces, where the root
+    and the client directory are the only trees that can be written, this
+    machine's /usr, /etc, /bin, /lib... are read-only, /tmp, /var/tmp and /run
+    are empty and private, and the network is the sandbox's own loopback, on
+    which the repository is served. A script that ignores DPKG_ROOT, or leaves
+    rpm's chroot, writes nothing of this machine. The kernel must allow user
+    namespaces; where the sandbox cannot be made, try-install says why and
+    installs nothing, unless --no-scripts (dnf) installs without running any
+    scriptlet, then outside the sandbox (rpm writes the files chrooted).
+
+    A temporary root, and the client directory, are removed when the run ends
+    or is interrupted (SIGINT, SIGTERM; an interrupted --root too, or emptied
+    when it was there before), and what a killed run left in the temporary
+    directory by the next run.
 
     The root starts with the system packages the release depends on (libc6,
     python3, ... or glibc, numactl-libs, ...) installed as stand-ins: empty
@@ -98,7 +121,7 @@ def try_install_command(
     from gfxpack import trial as trial_module
 
     trial = trial_module.try_install(
-        repo, packages, client, root, keep, system, split_list(archs), suite
+        repo, packages, client, root, keep, system, split_list(archs), suite, not no_scripts
     )
     if as_json:
         click.echo(json.dumps(trial.as_dict(), indent=2))
@@ -127,6 +150,13 @@ def text(trial: Trial) -> str:
     lines.append(f"  {'total':<{name_width}}  {'':<{version_width}}  {human(trial.total_size):>10}")
     names = ", ".join(s.name for s in trial.stand_ins) or "none"
     lines.append(f"stand-ins for the system packages of the {trial.system}: {names}")
+    if trial.scripts:
+        lines.append("scripts: run in the sandbox (the root and the client directory writable)")
+    else:
+        lines.append(
+            "scripts: none run (--no-scripts), "
+            + ("in the sandbox" if trial.sandboxed else "and no sandbox")
+        )
     registered = ", ".join(f"{k} -> {v}" for k, v in trial.alternatives.items())
     lines.append(f"alternatives the scripts registered: {registered or 'none'}")
     if not trial.archs:
