@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+from datetime import date
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from gfxpack.alternatives import priority, scripts_for
+from gfxpack.alternatives import MAX_PRIORITY, UnplaceableVersion, priority, scripts_for
 from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.plan import Kind, plan
-from tests.conftest import SEED_TARGETS
+from tests.conftest import SEED_TARGETS, dpkg_root, run
+from tests.small_tree import build, make_tree, write_config
 
 EPOCH = 1_704_067_200
 
@@ -19,18 +24,109 @@ def release(example_config):
     return plan(example_config.packages, SEED_TARGETS, "8.2.0")
 
 
-def test_priority_is_upstreams_formula():
-    # ((8-3)*14+2)*14+0 = 1008, then minutes since 1.6e9 s.
-    assert priority("8.2.0", 1_600_000_000 + 5 * 60) == 1008 * 1_000_000 + 5
-    assert priority("7.14.1", 0) == ((4 * 14 + 14) * 14 + 1) * 1_000_000
-    assert priority("8.3.0", EPOCH) > priority("8.2.9", EPOCH + 365 * 86400)
+# Oldest first: the order update-alternatives must keep. Nightlies and dev builds of
+# one version by their date, then its release candidates, then the release.
+ORDERED = [
+    "7.14.0~20260101",
+    "7.14.0~dev20260625",
+    "7.14.0~20260626gefed3c3",
+    "7.14.0~pre0",
+    "7.14.0~rc1",
+    "7.14.0",
+    "7.14.1",
+    "8.0.0~20270101",
+    "8.0.0",
+    "10.1.0",
+    "10.10.0",
+    "14.0.0",
+    "20.3.0",
+    "63.63.31",
+]
 
 
-@pytest.mark.parametrize("version", ["7.14.0~dev20260625", "7.14.0rc3", "7.14.0.20260625"])
-def test_priority_reads_only_the_release_numbers(version):
-    """A nightly's date is not a patch level: it ranks as its release and stays within
-    the signed 32-bit priority update-alternatives takes."""
-    assert priority(version, EPOCH) == priority("7.14.0", EPOCH) < 2**31
+def test_newer_versions_get_higher_priorities_that_update_alternatives_takes():
+    ranks = [priority(version, EPOCH) for version in ORDERED]
+    assert ranks == sorted(set(ranks))
+    assert all(0 <= rank <= MAX_PRIORITY for rank in ranks)
+    assert MAX_PRIORITY == 2**31 - 1
+
+
+def test_a_dev_build_without_a_date_is_dated_by_the_build():
+    """Ordered among its version's nightlies by SOURCE_DATE_EPOCH, below its release."""
+    day = 86400
+    early, late = priority("7.14.0.dev0+1a2b", EPOCH), priority("7.14.0.dev0+1a2b", EPOCH + day)
+    assert priority("7.14.0~20231231", EPOCH) < early < late < priority("7.14.0~rc0", EPOCH)
+    # Before 2020 or past the last day: the first or last nightly day, never a wrap.
+    assert priority("7.14.0.dev0", 0) == priority("7.14.0~20200101", EPOCH)
+    assert priority("7.14.0.dev0", 2**40) < priority("7.14.0~rc0", EPOCH)
+
+
+@pytest.mark.parametrize(
+    ("version", "message"),
+    [
+        ("64.0.0", "the major 64 is above 63"),
+        ("7.64.0", "the minor 64 is above 63"),
+        ("7.1.32", "the patch 32 is above 31"),
+        ("7.1.0~rc255", "release candidate 255 is above 254"),
+        ("7.1.0~20191231", "the date 2019-12-31 is outside 2020-01-01 to 2064-02-26"),
+        ("7.1.0~20261399", "20261399 is no date (YYYYMMDD expected)"),
+        ("eight", "expected X.Y or X.Y.Z"),
+    ],
+)
+def test_a_version_the_scheme_cannot_place_is_an_error(version, message):
+    with pytest.raises(UnplaceableVersion) as error:
+        priority(version, EPOCH)
+    assert str(error.value).startswith(f"ROCm version {version!r}: {message}")
+
+
+# A version as the scheme's fields: major, minor, patch, then its stage as (kind, number,
+# suffix): a nightly (0, its day), a release candidate (1, its number), the release (2).
+_STAGE = st.one_of(
+    st.dates(date(2020, 1, 1), date(2064, 2, 26)).map(
+        lambda d: (0, d.toordinal(), d.strftime("~%Y%m%d"))
+    ),
+    st.integers(0, 254).map(lambda n: (1, n, f"~rc{n}")),
+    st.just((2, 0, "")),
+)
+_VERSIONS = st.tuples(st.integers(0, 63), st.integers(0, 63), st.integers(0, 31), _STAGE)
+
+
+@given(_VERSIONS, _VERSIONS)
+def test_priorities_order_versions_as_their_fields_do(a, b):
+    """For any two placeable versions: in range, and ordered as (major, minor, patch,
+    nightly by date < candidate by number < release)."""
+
+    def rank(v):
+        return priority(f"{v[0]}.{v[1]}.{v[2]}{v[3][2]}", EPOCH)
+
+    def key(v):
+        return (*v[:3], *v[3][:2])
+
+    assert 0 <= rank(a) <= MAX_PRIORITY and 0 <= rank(b) <= MAX_PRIORITY
+    assert (rank(a) < rank(b)) == (key(a) < key(b))
+    assert (rank(a) == rank(b)) == (key(a) == key(b))
+
+
+def test_update_alternatives_keeps_the_order(tmp_path):
+    """dpkg's update-alternatives itself takes each priority and, as releases go, falls
+    back from the newest to the next."""
+    ua = [
+        "update-alternatives",
+        *("--altdir", str(tmp_path / "alternatives")),
+        *("--admindir", str(tmp_path / "admin")),
+        *("--log", str(tmp_path / "log")),
+    ]
+    for directory in ("alternatives", "admin", "links", "releases"):
+        (tmp_path / directory).mkdir()
+    link = tmp_path / "links" / "core"
+    for version in ORDERED:
+        (tmp_path / "releases" / version).mkdir()
+        path = str(tmp_path / "releases" / version)
+        run(*ua, "--install", str(link), "rocm-core", path, str(priority(version, EPOCH)))
+    for version in reversed(ORDERED):
+        assert os.path.realpath(link) == str(tmp_path / "releases" / version)
+        run(*ua, "--remove", "rocm-core", str(tmp_path / "releases" / version))
+    assert not link.exists()
 
 
 def test_only_versioned_variants_of_postinstall_bases_carry_scripts(release):
@@ -66,3 +162,42 @@ def test_each_format_relocates_the_way_its_tools_do(release):
     assert "DPKG_ROOT" in deb["postinst"] and "dpkg-query" in deb["prerm"]
     assert "RPM_INSTALL_PREFIX0" in rpm["postinst"] and "rpm -q" in rpm["postrm"]
     assert "DPKG_ROOT" not in rpm["postinst"]
+
+
+def test_two_releases_side_by_side_the_newer_wins_and_removing_it_falls_back(
+    example_config, tmp_path
+):
+    """The DEB scripts of 10.1 and 14.0, run as dpkg runs them (DPKG_ROOT), with the
+    real update-alternatives: two-digit majors order, and /opt/rocm/core-<major> each."""
+    root = dpkg_root(tmp_path / "root")
+    scripts = {}
+    for version in ("14.0.0", "10.1.0"):
+        release = plan(example_config.packages, SEED_TARGETS, version)
+        xy = version.rsplit(".", 1)[0]
+        scripts[xy] = scripts_for(release, release.by_key[f"amdrocm-core{xy}-gfx942"], DEB, EPOCH)
+        assert release.prefix == f"/opt/rocm/core-{xy}"
+        (root / release.prefix.lstrip("/") / "lib").mkdir(parents=True)
+    env = {**os.environ, "DPKG_ROOT": str(root)}
+    for xy in ("14.0", "10.1"):  # the older configured last: priority decides, not order
+        run("sh", "-c", scripts[xy]["postinst"], "postinst", "configure", env=env)
+    assert os.readlink(root / "etc/alternatives/rocm-core") == "/opt/rocm/core-14.0"
+    assert os.readlink(root / "etc/alternatives/rocm-lib") == "/opt/rocm/core-14.0/lib"
+    assert os.readlink(root / "etc/alternatives/rocm-core-14") == "/opt/rocm/core-14.0"
+    run("sh", "-c", scripts["14.0"]["prerm"], "prerm", "remove", env=env)
+    assert os.readlink(root / "etc/alternatives/rocm-core") == "/opt/rocm/core-10.1"
+    assert os.readlink(root / "etc/alternatives/rocm-lib") == "/opt/rocm/core-10.1/lib"
+    assert os.readlink(root / "etc/alternatives/rocm-core-10") == "/opt/rocm/core-10.1"
+    assert not (root / "etc/alternatives/rocm-core-14").exists()
+
+
+def test_a_build_at_a_version_the_priority_cannot_place_stops_with_one_line(tmp_path):
+    """Before anything is written: no package with a wrapped priority."""
+    config = write_config(tmp_path / "package.json", Postinstall="True")
+    make_tree(tmp_path / "artifacts")
+    result = build(tmp_path, tmp_path / "artifacts", "--rocm-version", "64.0.0", config=config)
+    assert result.exit_code == 1
+    assert result.output == (
+        "error: ROCm version '64.0.0': the major 64 is above 63, the largest the "
+        "update-alternatives priority can order\n"
+    )
+    assert not (tmp_path / "out").exists()

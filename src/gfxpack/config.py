@@ -30,6 +30,7 @@ from typing import Any
 from gfxpack import text_fields
 from gfxpack.errors import GfxpackError
 from gfxpack.formats.package_format import FORMATS, PackageFormat
+from gfxpack.formats.triggers import deb_trigger_problem, rpm_trigger_problem
 from gfxpack.regular_files import open_regular
 from gfxpack.relations import InvalidRelation, Relation
 from gfxpack.text_fields import (
@@ -137,6 +138,18 @@ class PackageSpec:
     comments: str = ""
     # Ship setuid, setgid, sticky and world-writable entries (refused otherwise).
     allow_special_modes: bool = False
+    # No debug-symbol package (-dbgsym / -debuginfo) from the dbg component.
+    disable_debug_package: bool = False
+    # File triggers re-running the alternatives registration (gfxpack.formats.triggers):
+    # DEB triggers-member lines, RPM %transfiletriggerin paths; {prefix} unexpanded.
+    deb_triggers: tuple[str, ...] = ()
+    rpm_triggers: tuple[str, ...] = ()
+
+    @property
+    def registers_alternatives(self) -> bool:
+        """Whether the base's packages register the release with update-alternatives:
+        ``Postinstall``, or a file trigger, which exists to register again."""
+        return self.postinstall or bool(self.deb_triggers or self.rpm_triggers)
 
     @property
     def is_devel(self) -> bool:
@@ -149,6 +162,11 @@ class PackageSpec:
     def relations(self, fmt: PackageFormat) -> Relations:
         """The relation lists of ``fmt``: the attribute named after the format."""
         found: Relations = getattr(self, fmt.name)
+        return found
+
+    def triggers(self, fmt: PackageFormat) -> tuple[str, ...]:
+        """The file triggers of ``fmt``: the attribute named after the format."""
+        found: tuple[str, ...] = getattr(self, f"{fmt.name}_triggers")
         return found
 
 
@@ -209,21 +227,29 @@ FLAG_KEYS = {
     "Allow_Special_Modes": "allow_special_modes",
 }
 _FLAGS = {key.lower(): attribute for key, attribute in FLAG_KEYS.items()}
-# Upstream's strip / dwz / debug-package switches: gfxpack never strips, runs dwz on or
-# splits debug info out of a payload, so each already holds. Validated, not stored.
-_ALWAYS_HOLDING_FLAGS = frozenset(
-    {"disable_dwz", "disable_deb_strip", "disable_rpm_strip", "disable_debug_package"}
-)
+# Upstream's strip / dwz switches: gfxpack never strips or runs dwz on a payload, so
+# each already holds. Validated, not stored. (Disable_Debug_Package is stored: it turns
+# off the debug-symbol package the dbg component makes, plan/debug.py.)
+_ALWAYS_HOLDING_FLAGS = frozenset({"disable_dwz", "disable_deb_strip", "disable_rpm_strip"})
 # Keys upstream documents but its code ignores.
 _DOCUMENTED_BUT_IGNORED = {
     "Composite": "upstream documents it but never reads it",
     "Includes": "upstream documents it but never reads it",
     "Disable_DH_STRIP": "upstream documents it but reads Disable_DEB_STRIP",
 }
+# File-trigger keys -> (the PackageSpec attribute, what is wrong with one item).
+_TRIGGER_KEYS: dict[str, tuple[str, Callable[[str], str | None]]] = {
+    "DEBTriggers": ("deb_triggers", deb_trigger_problem),
+    "RPMTransFileTriggerIn": ("rpm_triggers", rpm_trigger_problem),
+}
 # The legacy top-level shape, left only in a disabled upstream entry.
 _LEGACY_KEYS = ("Components", "Artifact")
 _KNOWN_KEYS = (
-    {"Package", "Artifactory"} | set(_STRING_FIELDS) | set(_RELATION_KEYS) | set(_LEGACY_KEYS)
+    {"Package", "Artifactory"}
+    | set(_STRING_FIELDS)
+    | set(_RELATION_KEYS)
+    | set(_TRIGGER_KEYS)
+    | set(_LEGACY_KEYS)
 )
 _KNOWN_BY_LOWER = {key.lower(): key for key in _KNOWN_KEYS}
 # The keys of an Artifactory entry and of one of its Artifact_Subdir entries.
@@ -411,6 +437,9 @@ class _Validator:
                     relations[target_fmt][list_name] = parsed
             elif key == "Artifactory":
                 values["artifactory"] = self.artifactory(here, value, label)
+            elif key in _TRIGGER_KEYS:
+                attribute, problem_of = _TRIGGER_KEYS[key]
+                values[attribute] = self.checked_list(here, value, problem_of)
             elif key in _LEGACY_KEYS:
                 legacy.append(here)
             elif key in _DOCUMENTED_BUT_IGNORED:
@@ -480,6 +509,18 @@ class _Validator:
             if (text := self.text(f"{where}/{i}", item, _LIST_ITEM_TEXT)) is not None:
                 items.append((f"{where}/{i}", text))
         return items
+
+    def checked_list(
+        self, where: str, value: Any, problem_of: Callable[[str], str | None]
+    ) -> tuple[str, ...]:
+        """The strings of ``value`` that ``problem_of`` finds nothing wrong with."""
+        items = []
+        for here, text in self.string_list(where, value) or ():
+            if (problem := problem_of(text)) is not None:
+                self.fail(here, problem)
+            else:
+                items.append(text)
+        return tuple(items)
 
     def relation_list(
         self, where: str, value: Any, parse: Callable[[str], Relation]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from gfxpack._io import FILE_MODE, HashingWriter
-from gfxpack.alternatives import scripts_for
+from gfxpack.alternatives import scripts_for, triggers_for
 from gfxpack.build.options import BuildOptions
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import PackageFormat, PackageInfo
@@ -84,6 +84,7 @@ def package_info(
         entries=entries,
         prefix=plan.prefix,
         scripts=scripts_for(plan, package, fmt, options.epoch),
+        triggers=triggers_for(plan, package, fmt),
         mtime=options.epoch,
         compression=options.compression,
         changelog=options.changelog,

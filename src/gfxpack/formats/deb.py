@@ -106,6 +106,8 @@ def write(info: PackageInfo, out: Writable, scratch: str | None = None) -> None:
         members += [
             (f"/{name}", 0o755, info.scripts[name]) for name in SCRIPTS if name in info.scripts
         ]
+        if info.triggers:  # deb-triggers(5); dpkg runs postinst "triggered"
+            members.append(("/triggers", 0o644, "".join(f"{t}\n" for t in info.triggers)))
         control = tuple(_inline(path, mode, text, info.mtime) for path, mode, text in members)
         with spool(scratch) as control_tar:
             with compressing(control_tar, info.compression, archive_size_hint(control)) as stream:

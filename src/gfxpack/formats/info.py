@@ -32,7 +32,11 @@ class PackageInfo:
     replaces: tuple[str, ...] = ()  # RPM: Obsoletes
     entries: tuple[Entry, ...] = ()  # files, symlinks and directories, sorted by path
     prefix: str = "/opt/rocm/core"
-    scripts: Mapping[str, str] = field(default_factory=dict)  # preinst, postinst, prerm, postrm
+    # preinst, postinst, prerm, postrm; RPM also transfiletriggerin (see triggers)
+    scripts: Mapping[str, str] = field(default_factory=dict)
+    # File triggers: DEB, the lines of the triggers control member; RPM, the path
+    # prefixes of the %transfiletriggerin scriptlet (scripts["transfiletriggerin"]).
+    triggers: tuple[str, ...] = ()
     mtime: int = 0  # SOURCE_DATE_EPOCH
     compression: Compression = field(default_factory=Compression)
     # RPM %changelog entries (time, author and version, text), newest first; empty: one

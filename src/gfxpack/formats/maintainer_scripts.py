@@ -38,18 +38,25 @@ def _remove_commands(alternatives: list[Alternative], ua: str) -> list[str]:
 
 
 def deb_scripts(
-    alternatives: list[Alternative], prefix: str, rank: int, siblings: list[str]
+    alternatives: list[Alternative],
+    prefix: str,
+    rank: int,
+    siblings: list[str],
+    triggered: bool = False,
 ) -> dict[str, str]:
-    """postinst and prerm; they honour DPKG_ROOT."""
+    """postinst and prerm; they honour DPKG_ROOT. ``triggered``: the package has file
+    triggers, and dpkg's ``postinst triggered`` registers again, for the links whose
+    targets other packages brought since."""
     ua = 'update-alternatives ${DPKG_ROOT:+--root "$DPKG_ROOT"}'
     commands = _install_commands(alternatives, rank, ua, root='"${DPKG_ROOT:-}"')
     install = textwrap.indent("\n".join(commands), "    ").lstrip()
     remove = "\n        ".join(_remove_commands(alternatives, ua))
     others = " ".join(siblings) or '""'
+    when = '[ "$1" = configure ]' + (' || [ "$1" = triggered ]' if triggered else "")
     postinst = f"""#!/bin/sh
 set -e
 PREFIX={shlex.quote(prefix)}
-if [ "$1" = configure ]; then
+if {when}; then
     {install}
 fi
 exit 0
@@ -76,9 +83,15 @@ exit 0
 
 
 def rpm_scripts(
-    alternatives: list[Alternative], prefix: str, rank: int, siblings: list[str]
+    alternatives: list[Alternative],
+    prefix: str,
+    rank: int,
+    siblings: list[str],
+    triggered: bool = False,
 ) -> dict[str, str]:
-    """%post and %postun (as postinst and postrm); the prefix may be relocated."""
+    """%post and %postun (as postinst and postrm); the prefix may be relocated.
+    ``triggered``: also the body of the %transfiletriggerin scriptlet, which registers
+    again once the transaction has brought the links' targets."""
     ua = "update-alternatives"
     install = "\n".join(_install_commands(alternatives, rank, ua))
     remove = "\n    ".join(_remove_commands(alternatives, ua))
@@ -104,4 +117,7 @@ if [ "$1" = 0 ]; then
 fi
 exit 0
 """
-    return {"postinst": post, "postrm": postun}
+    scripts = {"postinst": post, "postrm": postun}
+    if triggered:
+        scripts["transfiletriggerin"] = post
+    return scripts

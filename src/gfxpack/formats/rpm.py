@@ -93,6 +93,15 @@ FILEDIGESTALGO, RECOMMENDNAME, RECOMMENDVERSION, RECOMMENDFLAGS = 5011, 5046, 50
 SUGGESTNAME, SUGGESTVERSION, SUGGESTFLAGS, ENCODING = 5049, 5050, 5051, 5062
 PAYLOADDIGEST, PAYLOADDIGESTALGO = 5092, 5093
 PACKAGER, CHANGELOGTIME, CHANGELOGNAME, CHANGELOGTEXT = 1015, 1080, 1081, 1082
+# %transfiletriggerin, as rpmbuild 4.18 writes it: one script (its text and
+# interpreter, its priority), and per path prefix its name, the script's index, an
+# empty version and the sense flag saying "in" (RPMSENSE_TRIGGERIN).
+TRANSFILETRIGGERSCRIPTS, TRANSFILETRIGGERSCRIPTPROG = 5076, 5077
+TRANSFILETRIGGERNAME, TRANSFILETRIGGERINDEX = 5079, 5080
+TRANSFILETRIGGERVERSION, TRANSFILETRIGGERFLAGS = 5081, 5082
+TRANSFILETRIGGERPRIORITIES = 5085
+SENSE_TRIGGERIN = 1 << 16
+DEFAULT_FILE_TRIGGER_PRIORITY = 1_000_000  # rpmbuild's, without -P
 
 _SCRIPTS = {
     "preinst": (PREIN, PREINPROG),
@@ -254,6 +263,7 @@ def _main_header(
         elif script in info.scripts:
             h.add(tag, STRING, info.scripts[script])
             h.add(prog_tag, STRING_ARRAY, ["/bin/sh"])
+    _add_file_trigger(h, info)
     _add_relations(h, info)
     if entries:
         _add_files(h, entries, digests)
@@ -265,6 +275,21 @@ def _main_header(
     h.add(PAYLOADDIGEST, STRING_ARRAY, [compressed.hexdigest()])
     h.add(PAYLOADDIGESTALGO, INT32, SHA256_ALGO)
     return h
+
+
+def _add_file_trigger(h: HeaderBuilder, info: PackageInfo) -> None:
+    """The %transfiletriggerin scriptlet on ``info.triggers``, when there are both."""
+    script = info.scripts.get("transfiletriggerin")
+    if not info.triggers or script is None:
+        return
+    count = len(info.triggers)
+    h.add(TRANSFILETRIGGERSCRIPTS, STRING_ARRAY, [script])
+    h.add(TRANSFILETRIGGERSCRIPTPROG, STRING_ARRAY, ["/bin/sh"])
+    h.add(TRANSFILETRIGGERPRIORITIES, INT32, [DEFAULT_FILE_TRIGGER_PRIORITY])
+    h.add(TRANSFILETRIGGERNAME, STRING_ARRAY, list(info.triggers))
+    h.add(TRANSFILETRIGGERINDEX, INT32, [0] * count)
+    h.add(TRANSFILETRIGGERVERSION, STRING_ARRAY, [""] * count)
+    h.add(TRANSFILETRIGGERFLAGS, INT32, [SENSE_TRIGGERIN] * count)
 
 
 def _add_relations(h: HeaderBuilder, info: PackageInfo) -> None:
