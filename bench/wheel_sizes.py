@@ -2,7 +2,9 @@
 
 For each fat wheel: its size against the host wheel plus one arch's device wheel
 (what ``pip install 'X[device-ARCH]'`` downloads), and the bytes each installs
-(PyPA's ``installer`` into an empty prefix). The wheels:
+(PyPA's ``installer`` into an empty prefix); and what ``[device-all]`` downloads (the
+host and every device wheel: more than the fat wheel, as each arch's archive is
+compressed apart and what the arches share is compressed once per arch). The wheels:
 
 - ``jax-rocm7-plugin`` and ``jax-rocm7-pjrt`` 0.10.2 from PyPI (downloaded into
   WORK/wheels once), for gfx942;
@@ -107,7 +109,7 @@ def main() -> None:
     else:
         print("hipcc is not installed (apt-get install hipcc): the hipcc wheel is left out")
     print(f"{'wheel':48} {'arch':7} {'download fat':>13} {'one arch':>13} "
-          f"{'installed fat':>14} {'one arch':>13}")  # fmt: skip
+          f"{'installed fat':>14} {'one arch':>13} {'device-all':>13}")  # fmt: skip
     for wheel, arch in fat:
         split = work / "split" / wheel.stem
         shutil.rmtree(split, ignore_errors=True)
@@ -116,6 +118,8 @@ def main() -> None:
         download = sum(p.stat().st_size for p in chosen)
         fat_installed, one_installed = installed_bytes(wheel), installed_bytes(*chosen)
         size = wheel.stat().st_size
+        sizes = result.sizes
+        every = sizes["host"]["download"] + sum(d["download"] for d in sizes["devices"].values())
 
         def mb(n: int, whole: int) -> str:
             shown = f"{n / 1e6:7.1f} MB" if n >= 1e6 else f"{n / 1e3:7.1f} kB"
@@ -123,7 +127,7 @@ def main() -> None:
 
         print(f"{wheel.name[:48]:48} {arch:7} {mb(size, size):>13} {mb(download, size):>19} "
               f"{mb(fat_installed, fat_installed):>14} "
-              f"{mb(one_installed, fat_installed):>19}")  # fmt: skip
+              f"{mb(one_installed, fat_installed):>19} {mb(every, size):>19}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -34,9 +34,10 @@ from gfxpack.wheels.index import JSON_TYPE
 
 PLATFORM = "linux_x86_64"
 ARCHES = ("gfx942", "gfx1100")
-pytestmark = pytest.mark.skipif(
-    os.uname().machine != "x86_64", reason="the wheels are tagged linux_x86_64"
-)
+pytestmark = [
+    pytest.mark.slow,  # make check skips it: an index served to pip and uv
+    pytest.mark.skipif(os.uname().machine != "x86_64", reason="the wheels are tagged linux_x86_64"),
+]
 
 
 def record_hash(data: bytes) -> str:
@@ -405,7 +406,8 @@ def test_an_existing_index_is_kept_unless_forced(wheels: Path, tmp_path: Path) -
     (out / "mine").write_text("kept")
     result = index(wheels, out)
     assert result.output.splitlines() == [
-        f"error: {out}: already exists; give --force to replace it"
+        f"error: {out}: not an index gfxpack wrote (mine); index adds wheels to only an "
+        "earlier index"
     ]
     assert (out / "mine").read_text() == "kept"
     # --force replaces an earlier index only: this directory is someone's.
@@ -689,3 +691,211 @@ def test_a_full_out_is_one_line_naming_it(wheels: Path, tmp_path: Path) -> None:
             f"error: {out}: cannot write the index: No space left on device"
         ]
         assert list(full.iterdir()) == []
+
+
+# --- extras that must pass on to another split distribution ---------------------------------
+
+
+def app_wheel(directory: Path, passes_on: Sequence[str] = ()) -> Path:
+    """``app`` 2.0, split with one extra (device-gfx942, and device-all), requiring
+    ``demo`` 1.0; ``passes_on``: the extras it passes on as ``demo[<extra>]``."""
+    extras = ["device-gfx942", "device-all"]
+    requires = [f'app-device-gfx942==2.0; extra == "{e}"' for e in extras]
+    requires += [f'demo[{e}]==1.0; extra == "{e}"' for e in passes_on]
+    make_wheel(
+        directory, "app-device-gfx942", "2.0", {"app/.kpack/app_gfx942.kpack": b"app code"},
+        ["Requires-Dist: app==2.0"],
+    )  # fmt: skip
+    return make_wheel(
+        directory, "app", "2.0", {"app/__init__.py": b""},
+        [*(f"Provides-Extra: {e}" for e in extras), "Requires-Dist: demo==1.0",
+         *(f"Requires-Dist: {r}" for r in requires)],
+    )  # fmt: skip
+
+
+def test_an_extra_that_leaves_a_split_dependency_without_its_arch_is_refused(
+    wheels: Path, tmp_path: Path
+) -> None:
+    app = app_wheel(wheels)
+    chain = "installs demo 1.0 (app -> demo) without its device code for"
+    rule = "each extra must require demo[<the same extra>] (gfxpack split passes them on when both are split in one run)"  # noqa: E501
+    assert_refused(
+        index(wheels, tmp_path / "site"),
+        tmp_path,
+        [f"{app.name}: installing app[device-all,device-gfx942] {chain} all, gfx942; {rule}"],
+    )
+    # Passing on device-gfx942 alone still leaves device-all's chain without every arch.
+    for wheel in wheels.glob("app*"):
+        wheel.unlink()
+    app = app_wheel(wheels, ["device-gfx942"])
+    assert_refused(
+        index(wheels, tmp_path / "site"),
+        tmp_path,
+        [f"{app.name}: installing app[device-all] {chain} all; {rule}"],
+    )
+    for wheel in wheels.glob("app*"):
+        wheel.unlink()
+    app_wheel(wheels, ["device-gfx942", "device-all"])
+    result = index(wheels, tmp_path / "site")
+    assert result.exit_code == 0, result.output
+
+
+# --- requirements the index lacks, and the wheels that provide them --------------------------
+
+
+def needy_host(directory: Path) -> Path:
+    """The demo host, requiring ``helper>=1`` (which requires ``leaf``)."""
+    path = host_wheel(directory)
+    path.unlink()
+    extras = [f"device-{arch}" for arch in ARCHES] + ["device-all"]
+    requires = [f'demo-device-{a}==1.0; extra == "device-{a}"' for a in ARCHES] + [
+        f'demo-device-{a}==1.0; extra == "device-all"' for a in ARCHES
+    ]
+    return make_wheel(
+        directory, "demo", "1.0", {"demo/__init__.py": b"", "demo/libdemo.so": b"\x7fELF"},
+        [*(f"Provides-Extra: {e}" for e in extras), "Requires-Dist: helper>=1",
+         'Requires-Dist: sphinx; extra == "docs"', *(f"Requires-Dist: {r}" for r in requires)],
+    )  # fmt: skip
+
+
+def test_a_requirement_nothing_provides_is_a_warning_or_with_self_contained_an_error(
+    wheels: Path, tmp_path: Path
+) -> None:
+    host = needy_host(wheels)
+    out = tmp_path / "site"
+    missing = f"{host.name}: requires helper>=1, which nothing in the index provides"
+    refused = index(wheels, out, "--self-contained")
+    assert_refused(refused, tmp_path, [f"{missing} (--self-contained)"])
+    result = index(wheels, out)
+    assert result.exit_code == 0, result.output
+    # One warning: sphinx is the docs extra's, not an install's.
+    assert [line for line in result.stderr.splitlines() if line.startswith("warning")] == [
+        f"warning: {missing}; pip install --index-url fails without it "
+        "(--mirror-deps DIR publishes it from a directory of wheels)"
+    ]
+    assert json.loads(index(wheels, tmp_path / "again", "--json").stdout)["unresolved"] == [missing]
+
+
+def test_mirror_deps_publishes_what_the_split_wheels_require(wheels: Path, tmp_path: Path) -> None:
+    needy_host(wheels)
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    make_wheel(downloads, "helper", "0.9", {"helper_old.py": b""})  # too old: not taken
+    make_wheel(downloads, "helper", "1.5", {"helper.py": b""}, ["Requires-Dist: leaf"])
+    make_wheel(downloads, "leaf", "3.0", {"leaf.py": b""})
+    make_wheel(downloads, "unrelated", "1.0", {"unrelated.py": b""})
+    out = tmp_path / "site"
+    result = index(wheels, out, "--mirror-deps", str(downloads), "--self-contained", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["unresolved"] == []
+    assert sorted(report["projects"]) == [
+        "demo", "demo-device-gfx1100", "demo-device-gfx942", "helper", "leaf"
+    ]  # fmt: skip
+    assert report["projects"]["helper"] == ["helper-1.5-py3-none-linux_x86_64.whl"]
+    assert (out / "files" / "leaf-3.0-py3-none-linux_x86_64.whl").is_file()
+
+
+# --- an index that grows ------------------------------------------------------------------------
+
+
+def test_an_existing_index_grows_and_keeps_every_wheel_published(
+    wheels: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "site"
+    assert index(wheels, out).exit_code == 0
+    first = {p.name: p.read_bytes() for p in (out / "files").iterdir()}
+    newer = tmp_path / "newer"
+    newer.mkdir()
+    host_wheel(newer, "1.1")
+    for arch in ARCHES:
+        device_wheel(newer, arch, "1.1")
+    result = index(newer, out, "--json")
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.stdout)["added"]) == 3
+    # Every earlier file kept as it was, the pages listing both releases.
+    for name, data in first.items():
+        assert (out / "files" / name).read_bytes() == data
+    page = json.loads((out / "simple" / "demo" / "index.json").read_text())
+    assert page["versions"] == ["1.0", "1.1"] and len(page["files"]) == 2
+    assert len(anchors(out / "simple" / "demo" / "index.html")) == 2
+    # Publishing the same files again adds nothing; another file under a published
+    # name is refused, and the index is left as it was.
+    again = index(newer, out, "--json")
+    assert again.exit_code == 0 and json.loads(again.stdout)["added"] == []
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    changed = tmp_path / "changed"
+    changed.mkdir()
+    host_wheel(changed, "1.1").write_bytes(b"other bytes")
+    result = index(changed, out)
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        f"error: {changed / 'demo-1.1-py3-none-linux_x86_64.whl'}: the index has another file "
+        "of this name; a published file never changes (give it another version or build tag)"
+    ]
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    # The gate runs over the whole: a 1.2 host whose device wheels are missing is refused.
+    lacking = tmp_path / "lacking"
+    lacking.mkdir()
+    host_wheel(lacking, "1.2")
+    result = index(lacking, out)
+    assert result.exit_code == 1 and "requires demo-device-gfx942==1.2" in result.output
+
+
+def test_the_index_says_how_to_install_one_gpu_and_what_a_bare_install_gets(
+    wheels: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "site"
+    result = index(wheels, out)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[1:] == [
+        "install for one GPU (a bare install gets the host code alone, no device code):",
+        "  pip install --index-url <URL>/simple 'demo[device-<arch>]'  (arch: gfx942, gfx1100, "
+        "or all)",
+    ]
+    page = (out / "simple" / "demo" / "index.html").read_text()
+    assert "A bare &#x27;pip install demo&#x27; installs the host code alone" in page
+    described = json.loads((out / "simple" / "demo" / "index.json").read_text())
+    assert "pip install 'demo[device-<arch>]'" in described["_description"]
+    assert "_description" not in json.loads(
+        (out / "simple" / "demo-device-gfx942" / "index.json").read_text()
+    )
+
+
+def test_the_extra_index_url_trap_and_the_safe_uv_command(wheels: Path, tmp_path: Path) -> None:
+    """What the guide says: beside an index with a newer fat release (PyPI), pip's
+    --extra-index-url takes the fat wheel and drops the extra with a warning; uv with
+    the split index as its extra index (asked first, first-index strategy) does not."""
+    uv = pytest.importorskip("uv").find_uv_bin()
+    fat = tmp_path / "fat"
+    fat.mkdir()
+    make_wheel(fat, "demo", "1.1", {"demo/__init__.py": b"", "demo/libdemo.so": b"\x7fELF fat"})
+    servers = []
+    for name, directory in (("split", wheels), ("pypi", fat)):
+        assert index(directory, tmp_path / f"site-{name}").exit_code == 0
+        servers.append(Server(tmp_path / f"site-{name}", negotiate=True))
+        threading.Thread(target=servers[-1].httpd.serve_forever, daemon=True).start()
+    split, pypi = (server.url for server in servers)
+    try:
+        pip_venv = tmp_path / "pip-venv"
+        python = fresh_venv(pip_venv)
+        trapped = subprocess.run(
+            [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-cache-dir",
+             "--disable-pip-version-check", "--index-url", pypi, "--extra-index-url", split,
+             "demo[device-gfx942]"],
+            check=True, env=CLIENT_ENV, capture_output=True, text=True,
+        )  # fmt: skip
+        assert installed(pip_venv)["dists"] == ["demo-1.1.dist-info"]
+        assert "demo 1.1 does not provide the extra 'device-gfx942'" in trapped.stderr
+        uv_venv = tmp_path / "uv-venv"
+        python = fresh_venv(uv_venv)
+        subprocess.run(
+            [uv, "pip", "install", "--no-cache", "--python", str(python), "--index-url", pypi,
+             "--extra-index-url", split, "demo[device-gfx942]"],
+            check=True, env=CLIENT_ENV, capture_output=True,
+        )  # fmt: skip
+        assert installed(uv_venv) == ONE_ARCH
+    finally:
+        for server in servers:
+            server.httpd.shutdown()
+            server.httpd.server_close()

@@ -30,6 +30,8 @@ from gfxpack.wheels.metadata import (
     host_metadata,
 )
 
+pytestmark = pytest.mark.slow  # make check skips it: property tests, and wheels built with hipcc
+
 HOST = WheelName("demo-1.0-py3-none-linux_x86_64.whl")
 ARCHES = ["gfx942", "gfx1100"]
 DEVICES = {arch: device_filename(HOST, arch) for arch in ARCHES}

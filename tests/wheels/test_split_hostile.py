@@ -26,6 +26,9 @@ from tests.wheels.conftest import (
 
 from gfxpack.cli import cli
 
+# make check skips it: a sweep of hostile wheels, each split and joined.
+pytestmark = pytest.mark.slow
+
 GOOD = [
     (f"{NAME}/__init__.py", 0o644, b"ANSWER = 42\n"),
     (f"{DIST_INFO}/METADATA", 0o644, METADATA.encode()),

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -60,6 +63,15 @@ def max_unpacked_size_option(command: Any) -> Any:
 @click.option(
     "-q", "--quiet", is_flag=True, help="Print errors and one summary line only: no notes or table."
 )
+@click.option(
+    "--index",
+    "published",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False),
+    help="Wheels only: an index 'gfxpack index' wrote (or a directory of split wheels). "
+    "A wheel requiring a split distribution found there passes its device extras on to "
+    "it, as to one split in the same run.",
+)
 @max_object_size_option
 @max_unpacked_size_option
 @reports_errors
@@ -72,6 +84,7 @@ def split(
     force: bool,
     as_json: bool,
     quiet: bool,
+    published: str | None,
     max_object_size: int,
     max_unpacked_size: int,
 ) -> None:
@@ -87,13 +100,19 @@ def split(
 
     IN may also be a wheel (.whl) or a directory of wheels: each becomes a host
     wheel (extras device-<arch> and device-all) and one data-only device wheel
-    per GPU arch, written to OUT.
+    per GPU arch, written to OUT. A wheel requiring another distribution split
+    in the same run (or found in --index) passes each device-<arch> extra on:
+    installing it for one arch installs that arch's device code of both.
     """
     from gfxpack.wheels.archive import is_wheel_input
 
     if is_wheel_input(source):
         _split_wheels(
-            source, out, jobs, force, (max_object_size, max_unpacked_size), (as_json, quiet)
+            source,
+            out,
+            (jobs, force, published),
+            (max_object_size, max_unpacked_size),
+            (as_json, quiet),
         )
         return
     from gfxpack.fatbin.split import split_tree
@@ -116,15 +135,26 @@ def split(
 def _split_wheels(
     source: str,
     out: str,
-    jobs: int,
-    force: bool,
+    how: tuple[int, bool, str | None],
     limits: tuple[int, int],
     printing: tuple[bool, bool],
 ) -> None:
+    from pathlib import Path
+
     from gfxpack.wheels.split import split_wheels
 
+    jobs, force, published = how
     as_json, quiet = printing
-    results = split_wheels(source, out, jobs, force, *limits)
+    with _progress(quiet or as_json) as on_step:
+        results = split_wheels(
+            source,
+            out,
+            jobs,
+            force,
+            *limits,
+            on_step=on_step,
+            published=Path(published) if published is not None else None,
+        )
     if as_json:
         wheels = [vars(result) for result in results]
         click.echo(json.dumps({"out": out, "wheels": wheels}, indent=2, ensure_ascii=False))
@@ -135,9 +165,58 @@ def _split_wheels(
                 click.echo(f"note: {note}", err=True)
         devices = len(result.devices)
         click.echo(
-            f"{out}/{result.host}: host wheel"
+            f"{os.path.join(out, result.host)}: host wheel"
             + (f", {_count(devices, 'device wheel', 'device wheels')}" if devices else "")
+            + sizes_text(result.sizes)
         )
+
+
+def sizes_text(sizes: dict[str, Any]) -> str:
+    """'; download A fat, B host + gfx942; installed C fat, D host + gfx942' (nothing
+    for a wheel without device wheels): what one GPU's install costs, at worst."""
+    from gfxpack.units import decimal
+
+    one = sizes.get("host_and_one_arch")
+    if one is None:
+        return ""
+    return "".join(
+        f"; {what} {decimal(sizes['fat'][what])} fat, {decimal(one[what])} host + {one['arch']}"
+        for what in ("download", "installed")
+    )
+
+
+@contextlib.contextmanager
+def _progress(quiet: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A progress line on a terminal (a wheel takes up to a minute); nothing otherwise."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    # rich only for a terminal: a pipeline's split does not import it.
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        task = progress.add_task("reading", total=None)
+
+        def update(what: str, done: int, total: int) -> None:
+            progress.update(task, description=what, completed=done, total=total)
+
+        yield update
 
 
 def summary_line(report: SplitReport) -> str:
@@ -187,11 +266,17 @@ def summary_table(report: SplitReport) -> Table:
 @click.argument("split_dir", metavar="SPLIT", type=click.Path(exists=True, file_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output directory.")
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was joined as JSON.")
 @max_object_size_option
 @max_unpacked_size_option
 @reports_errors
 def join(
-    split_dir: str, out: str, force: bool, max_object_size: int, max_unpacked_size: int
+    split_dir: str,
+    out: str,
+    force: bool,
+    as_json: bool,
+    max_object_size: int,
+    max_unpacked_size: int,
 ) -> None:
     """Rebuild the input of 'gfxpack split' from its output, byte for byte.
 
@@ -211,13 +296,27 @@ def join(
     if is_wheel_input(split_dir):
         from gfxpack.wheels.join import join_wheels
 
-        for name in join_wheels(split_dir, out, force, max_object_size, max_unpacked_size):
-            click.echo(f"wrote {out}/{name}: every file identical to the original's (sha256)")
+        with _progress(as_json) as on_step:
+            joined = join_wheels(
+                split_dir, out, force, max_object_size, max_unpacked_size, on_step=on_step
+            )
+        if as_json:
+            wheels = [vars(result) for result in joined]
+            click.echo(json.dumps({"out": out, "wheels": wheels}, indent=2, ensure_ascii=False))
+            return
+        for result in joined:
+            click.echo(
+                f"wrote {os.path.join(out, result.source)}: every file identical to the "
+                f"original's (sha256){sizes_text(result.sizes)}"
+            )
         return
     from gfxpack.fatbin.join import join_tree
 
-    joined = join_tree(split_dir, out, force, max_object_size)
+    binaries = join_tree(split_dir, out, force, max_object_size)
+    if as_json:
+        click.echo(json.dumps({"out": out, "binaries": binaries}, indent=2))
+        return
     click.echo(
-        f"wrote {out}: {joined} binaries joined, each checked identical to its original "
+        f"wrote {out}: {binaries} binaries joined, each checked identical to its original "
         "(sha256); the other files are copies of the split's"
     )

@@ -115,6 +115,14 @@ def output_refused(message: str, scratch: Path, out: Path) -> str | None:
     return None
 
 
+def wheel_sizes(path: Path) -> dict[str, int]:
+    """What a wheel costs: ``download``, the .whl file's bytes, and ``installed``, the
+    bytes of the files it installs (its members as declared)."""
+    with zipfile.ZipFile(path) as archive:
+        installed = sum(info.file_size for info in archive.infolist())
+    return {"download": path.stat().st_size, "installed": installed}
+
+
 def record_hash(data: bytes) -> str:
     """A RECORD hash field: ``sha256=`` and the digest in urlsafe base64 without padding."""
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")

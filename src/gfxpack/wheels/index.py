@@ -32,10 +32,12 @@ splitting checks them) and the set is checked: each ``device-*`` extra of a host
 wheel resolves, for every platform the host is built for, to a wheel in the set;
 host and device versions agree; no two distributions install the same path (each
 scheme compared where installers put it); no two files are one distribution, version
-and build for a shared tag. Each failure is one line, and nothing is written: the
-index is built in a hidden sibling of OUT and renamed onto it when complete; an OUT
-already there is replaced (``force``) only when it is an earlier index. Every URL
-written is percent-encoded.
+and build for a shared tag; installing a split distribution with a device extra brings
+every split distribution it installs with that arch (:mod:`gfxpack.wheels.closure`).
+Each failure is one line, and nothing is written: the index is built in a hidden
+sibling of OUT and renamed onto it when complete. An OUT already there must be an
+earlier index: it grows (its wheels and the new ones checked and paged as one set),
+or with ``force`` is replaced. Every URL written is percent-encoded.
 """
 
 from __future__ import annotations
@@ -54,7 +56,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from packaging.metadata import Metadata
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
@@ -62,13 +63,20 @@ from packaging.version import Version
 
 from gfxpack._io import DIRECTORY_MODE, FILE_MODE, replace_directory
 from gfxpack.errors import GfxpackError
+from gfxpack.plan.targets import target_order
 from gfxpack.regular_files import printable
 from gfxpack.wheels.archive import DEFAULT_MAX_WHEEL_SIZE, OUTPUT_ERRNOS, WheelError, read_wheel
-from gfxpack.wheels.metadata import WheelName, check_identity, read_metadata
+from gfxpack.wheels.closure import DEVICE_EXTRA, chain_problems, device_extras, unresolved
+from gfxpack.wheels.metadata import (
+    DEVICE_ALL,
+    CoreFields,
+    WheelName,
+    check_identity,
+    core_fields,
+)
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 API_VERSION = "1.1"  # PEP 700: versions, files[].size
-DEVICE_EXTRA = "device-"
 _CHUNK = 1 << 20
 
 
@@ -82,7 +90,7 @@ class IndexedWheel:
 
     path: Path
     name: WheelName
-    metadata: Metadata
+    metadata: CoreFields  # as installers read it: real wheels fail strict validation
     metadata_bytes: bytes
     installs: list[str] = field(default_factory=list)  # installed paths (scheme/path)
     sha256: str = ""
@@ -97,6 +105,10 @@ class IndexedWheel:
 class IndexReport:
     out: Path
     projects: dict[str, list[str]]  # project: its files
+    added: list[str] = field(default_factory=list)  # files this run published
+    installs: dict[str, list[str]] = field(default_factory=dict)  # split project: its arches
+    unresolved: list[str] = field(default_factory=list)  # requirements nothing provides
+    notes: list[str] = field(default_factory=list)
 
 
 # Where installers put each scheme, relative to the environment's prefix (sysconfig's
@@ -156,7 +168,7 @@ def _read(path: Path, scratch: Path, max_size: int) -> IndexedWheel:
         if data is None:
             raise WheelError(f"{shown}: no {unpacked.dist_info}/METADATA")
         check_identity(shown, data, name)
-        metadata = read_metadata(shown, data)
+        metadata = core_fields(data)
         installs = []
         for member in unpacked.members:
             try:
@@ -180,6 +192,8 @@ def _extras(wheel: IndexedWheel) -> dict[str, list[Requirement]]:
             r
             for r in wheel.metadata.requires_dist or []
             if r.marker is not None
+            # B[device-<arch>] passes the extra on to a dependency: the chains' gate
+            and not r.extras
             and r.marker.evaluate({"extra": extra})
             # an unconditional requirement is every install's, not the extra's
             and not r.marker.evaluate({"extra": ""})
@@ -212,7 +226,14 @@ def check(wheels: list[IndexedWheel], source: str) -> list[str]:
             target = canonicalize_name(requirement.name)
             pin = _pinned(requirement.specifier)
             hosts = [w for w in by_name.get(target, []) if _extras(w)]
-            if requirement.marker is None and hosts and pin and Version(pin) != version:
+            is_device = wheel.name.name.startswith(f"{target}-device-")
+            if (
+                is_device
+                and requirement.marker is None
+                and hosts
+                and pin
+                and Version(pin) != version
+            ):
                 problems.append(
                     f"{wheel.filename}: requires {requirement}, but it is version {version}; "
                     "host and device versions must agree"
@@ -365,21 +386,31 @@ def build_index(
     out: Path,
     force: bool = False,
     max_wheel_size: int = DEFAULT_MAX_WHEEL_SIZE,
+    mirror_deps: Path | None = None,
+    self_contained: bool = False,
 ) -> IndexReport:
     """Check the wheels of ``wheels_dir`` as a set and write their index to ``out``
     (see the module docstring); IndexRefused with one line per problem, nothing written.
-    ``force`` replaces an earlier index, never another directory."""
+    An ``out`` that is an earlier index grows: its wheels and the new ones are checked
+    as one set and every page is written again (``force``: replaced by the new wheels
+    alone); any other ``out`` is refused. ``mirror_deps``: a directory of wheels
+    whose distributions the split wheels require (transitively) and the index lacks
+    are published too. ``self_contained``: a requirement nothing in the index
+    provides is an error, not a warning in the report."""
     shown_out = printable(str(out))
     if out.name in ("", ".", ".."):
         raise IndexRefused(f"{shown_out}: expected the name of a directory to create")
-    if os.path.lexists(out) and not force:
-        raise IndexRefused(f"{shown_out}: already exists; give --force to replace it")
-    if os.path.lexists(out) and (foreign := _not_an_index(out)) is not None:
-        raise IndexRefused(
-            f"{shown_out}: not an index gfxpack wrote ({printable(foreign)}); "
-            "--force replaces only an earlier index"
-        )
+    adding = False
+    if os.path.lexists(out):
+        if (foreign := _not_an_index(out)) is not None:
+            raise IndexRefused(
+                f"{shown_out}: not an index gfxpack wrote ({printable(foreign)}); "
+                + ("--force replaces" if force else "index adds wheels to")
+                + " only an earlier index"
+            )
+        adding = not force
     paths = _wheel_paths(wheels_dir)
+    mirror = _wheel_paths(mirror_deps) if mirror_deps is not None else []
     try:
         temporary = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     except OSError as e:
@@ -388,40 +419,151 @@ def build_index(
         os.chmod(temporary, DIRECTORY_MODE)
         files = temporary / "files"
         files.mkdir(mode=DIRECTORY_MODE)
-        wheels: list[IndexedWheel] = []
-        problems: list[str] = []
+        gathered = _Gathered(files, temporary, max_wheel_size)
+        if adding:
+            for path in sorted((out / "files").glob("*.whl")):
+                gathered.take(path, published=True)
         for path in paths:
-            # The copy is what is read and published: a wheel changed meanwhile cannot
-            # be checked as one file and served as another.
-            try:
-                digest, size = _copy(path, files / path.name)
-                wheel = _read(files / path.name, temporary, max_wheel_size)
-            except WheelError as e:
-                # Named as the user gave it, not as the copy being read.
-                copy = printable(str(files / path.name))
-                problems.append(str(e).replace(copy, printable(str(path))))
-                continue
-            except OSError as e:
-                if e.errno in OUTPUT_ERRNOS:
-                    raise  # the index's own place refused the copy: named as OUT below
-                problems.append(f"{printable(str(path))}: cannot read: {e.strerror or e}")
-                continue
-            wheel.sha256, wheel.size = digest, size
-            wheels.append(wheel)
+            gathered.take(path)
+        if mirror and not gathered.problems:
+            _mirror(gathered, mirror)
+        problems = gathered.problems
+        by_name = _by_name(gathered.wheels)
         if not problems:
-            problems = check(wheels, printable(str(wheels_dir)))
+            problems = check(gathered.wheels, printable(str(wheels_dir)))
+            problems += chain_problems(gathered.wheels, by_name)
+        missing = [
+            f"{wheel.filename}: requires {requirement}, which nothing in the index provides"
+            for wheel, requirement in unresolved(gathered.wheels, by_name)
+        ]
+        if self_contained:
+            problems += [f"{line} (--self-contained)" for line in missing]
         if problems:
             raise IndexRefused("\n".join(problems))
-        projects = _write_pages(temporary, wheels)
+        installs = install_lines(gathered.wheels)
+        projects = _write_pages(temporary, gathered.wheels, installs)
         try:
-            replace_directory(temporary, out, force)
+            replace_directory(temporary, out, force or adding)
         except OSError as e:
             raise IndexRefused(f"{shown_out}: cannot replace: {e.strerror or e}") from None
     except OSError as e:
         raise IndexRefused(f"{shown_out}: cannot write the index: {e.strerror or e}") from None
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
-    return IndexReport(out, projects)
+    return IndexReport(
+        out,
+        projects,
+        added=gathered.added,
+        installs=installs,
+        unresolved=missing,
+        notes=gathered.notes,
+    )
+
+
+def _by_name(wheels: list[IndexedWheel]) -> dict[NormalizedName, list[IndexedWheel]]:
+    by_name: dict[NormalizedName, list[IndexedWheel]] = defaultdict(list)
+    for wheel in wheels:
+        by_name[wheel.name.name].append(wheel)
+    return by_name
+
+
+class _Gathered:
+    """The wheels of the index being made: each copied into it, then read from the copy
+    (a wheel changed meanwhile cannot be checked as one file and served as another)."""
+
+    def __init__(self, files: Path, scratch: Path, max_wheel_size: int) -> None:
+        self.files, self.scratch, self.max_wheel_size = files, scratch, max_wheel_size
+        self.wheels: list[IndexedWheel] = []
+        self.problems: list[str] = []
+        self.notes: list[str] = []
+        self.added: list[str] = []
+        self.published: dict[str, str] = {}  # file name: sha256 of those taken
+
+    def take(self, path: Path, published: bool = False) -> None:
+        shown = printable(str(path))
+        if path.name in self.published:
+            try:
+                digest = _sha256(path)
+            except OSError as e:
+                self.problems.append(f"{shown}: cannot read: {e.strerror or e}")
+                return
+            if digest != self.published[path.name]:
+                self.problems.append(
+                    f"{shown}: the index has another file of this name; a published file "
+                    "never changes (give it another version or build tag)"
+                )
+            return  # the same file: published already
+        try:
+            digest, size = _copy(path, self.files / path.name)
+            wheel = _read(self.files / path.name, self.scratch, self.max_wheel_size)
+        except WheelError as e:
+            # Named as the user gave it, not as the copy being read.
+            copy = printable(str(self.files / path.name))
+            self.problems.append(str(e).replace(copy, shown))
+            return
+        except OSError as e:
+            if e.errno in OUTPUT_ERRNOS:
+                raise  # the index's own place refused the copy: named as OUT
+            self.problems.append(f"{shown}: cannot read: {e.strerror or e}")
+            return
+        wheel.sha256, wheel.size = digest, size
+        self.wheels.append(wheel)
+        self.published[path.name] = digest
+        if not published:
+            self.added.append(path.name)
+        self.notes += [
+            f"{path.name}: METADATA: {problem} (installers accept it)"
+            for problem in wheel.metadata.problems
+        ]
+
+
+def _mirror(gathered: _Gathered, mirror: list[Path]) -> None:
+    """Take from ``mirror`` every wheel a requirement nothing in the index provides
+    admits (by its file name's distribution and version), until none is left."""
+    names = {}
+    for path in mirror:
+        try:
+            names[path] = WheelName(path.name)
+        except WheelError as e:
+            gathered.problems.append(str(e))
+    while not gathered.problems:
+        misses = unresolved(gathered.wheels, _by_name(gathered.wheels))
+        taken = [
+            path
+            for path, name in names.items()
+            if path.name not in gathered.published
+            and any(
+                canonicalize_name(r.name) == name.name
+                and r.specifier.contains(name.version, prereleases=True)
+                for _wheel, r in misses
+            )
+        ]
+        if not taken:
+            return
+        for path in taken:
+            gathered.take(path)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as reading:
+        while chunk := reading.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def install_lines(wheels: list[IndexedWheel]) -> dict[str, list[str]]:
+    """For each split distribution (one offering device extras), the arches its newest
+    version offers an extra for, in target order: a bare install gets the host alone."""
+    lines: dict[str, list[str]] = {}
+    for name, group in sorted(_by_name(wheels).items()):
+        newest = max(group, key=lambda w: w.name.version)
+        extras = device_extras(newest) - {DEVICE_ALL}
+        if extras:
+            arches = [e.removeprefix(DEVICE_EXTRA) for e in extras]
+            lines[name] = sorted(arches, key=target_order)
+    return lines
 
 
 def _write(path: Path, text: str) -> None:
@@ -429,7 +571,18 @@ def _write(path: Path, text: str) -> None:
     os.chmod(path, FILE_MODE)
 
 
-def _write_pages(root: Path, wheels: list[IndexedWheel]) -> dict[str, list[str]]:
+def describe(name: str, arches: list[str]) -> str:
+    """What a split project's page says: a bare install gets no device code."""
+    return (
+        f"Install {name} for one GPU by naming its extra: pip install '{name}[device-<arch>]' "
+        f"(arch: {', '.join(arches)}), or [device-all] for every arch. A bare "
+        f"'pip install {name}' installs the host code alone, with no device code for any GPU."
+    )
+
+
+def _write_pages(
+    root: Path, wheels: list[IndexedWheel], installs: dict[str, list[str]]
+) -> dict[str, list[str]]:
     """The HTML and JSON pages of every project, the ``.metadata`` files beside the wheels."""
     simple = root / "simple"
     simple.mkdir(mode=DIRECTORY_MODE)
@@ -472,28 +625,31 @@ def _write_pages(root: Path, wheels: list[IndexedWheel]) -> dict[str, list[str]]
             links.append((href, wheel.filename, attributes))
             entries.append(entry)
         versions = sorted({w.name.version for w in ordered})
-        _write(project / "index.html", _page(f"Links for {name}", links))
-        _write(
-            project / "index.json",
-            _json(
-                {
-                    "meta": {"api-version": API_VERSION},
-                    "name": name,
-                    "versions": [str(v) for v in versions],
-                    "files": entries,
-                }
-            ),
-        )
+        description = describe(name, installs[name]) if name in installs else None
+        _write(project / "index.html", _page(f"Links for {name}", links, description))
+        document: dict[str, Any] = {
+            "meta": {"api-version": API_VERSION},
+            "name": name,
+            "versions": [str(v) for v in versions],
+            "files": entries,
+        }
+        if description is not None:  # PEP 691: a leading "_" is the index's own key
+            document["_description"] = description
+        _write(project / "index.json", _json(document))
     return {name: [w.filename for w in by_name[name]] for name in names}
 
 
-def _page(title: str, links: list[tuple[str, str, dict[str, str]]]) -> str:
+def _page(
+    title: str, links: list[tuple[str, str, dict[str, str]]], description: str | None = None
+) -> str:
     lines = [
         "<!DOCTYPE html>",
         '<html><head><meta name="pypi:repository-version" content="1.1">',
         f"<title>{html.escape(title)}</title></head><body>",
         f"<h1>{html.escape(title)}</h1>",
     ]
+    if description is not None:  # clients read the links only; people read this
+        lines.append(f"<p>{html.escape(description)}</p>")
     for href, text, attributes in links:
         extra = "".join(f' {key}="{html.escape(value)}"' for key, value in attributes.items())
         lines.append(f'<a href="{html.escape(href)}"{extra}>{html.escape(text)}</a><br>')

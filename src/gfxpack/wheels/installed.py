@@ -31,6 +31,7 @@ from pathlib import Path
 from packaging.utils import InvalidName, canonicalize_name
 
 from gfxpack import kpack
+from gfxpack.amdgpu import owner_of
 from gfxpack.fatbin.libraries import LibraryReport, check_library, forms_of, is_elf
 from gfxpack.regular_files import open_regular, printable
 from gfxpack.wheels.archive import WheelError
@@ -53,8 +54,9 @@ class Distribution:
     extras: tuple[str, ...]  # Provides-Extra of its METADATA
 
     def device_extra(self, target: str) -> str | None:
-        """The extra that brings the device code of ``target``'s processor, if offered."""
-        extra = f"device-{target.partition(':')[0]}"
+        """The extra that brings the device code of ``target``'s processor, if offered:
+        its owner's (a gfx1250-strict device's code is in ``device-gfx1250``)."""
+        extra = f"device-{owner_of(target.partition(':')[0])}"
         return extra if extra in self.extras else None
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from gfxpack import kpack
 from gfxpack._io import DIRECTORY_MODE, replace_directory
-from gfxpack.amdgpu import MACH
+from gfxpack.amdgpu import MACH, OWNERS
 from gfxpack.errors import GfxpackError
 from gfxpack.fatbin.join import join_tree
 from gfxpack.fatbin.split import INDEX, LITERALS
@@ -47,6 +47,9 @@ from gfxpack.wheels.metadata import WheelName, device_filename, device_name, rea
 from gfxpack.wheels.split import (
     JOIN_DATA,
     RECORD_NAME,
+    OnStep,
+    WheelSplit,
+    measure,
     read_split_record,
     scheme_of,
 )
@@ -71,18 +74,22 @@ def join_wheels(
     force: bool = False,
     max_object_size: int = kpack.DEFAULT_MAX_OBJECT_SIZE,
     max_wheel_size: int = DEFAULT_MAX_WHEEL_SIZE,
-) -> list[str]:
-    """Join the split wheels of ``source`` into the new directory ``out``; the names
-    of the wheels written."""
+    on_step: OnStep | None = None,
+) -> list[WheelSplit]:
+    """Join the split wheels of ``source`` into the new directory ``out``; each wheel
+    written (``source``: its name) with the wheels it was made of and the sizes of all
+    (measured in ``out`` and ``source``), in file name order."""
     source, out = Path(source), Path(out)
     wheels = {w.name: w for w in wheel_inputs(source)}
     check_out(out, force, list(wheels.values()))
     hosts = [name for name, path in wheels.items() if _is_host(path)]
     temporary = temporary_beside(out)
-    written: list[str] = []
+    written: list[WheelSplit] = []
     used: set[str] = set()
     try:
         for number, host in enumerate(hosts):
+            if on_step is not None:
+                on_step(f"joining {host}", number, len(hosts))
             scratch = temporary / f".scratch-{number}"
             scratch.mkdir()
             try:
@@ -94,24 +101,29 @@ def join_wheels(
                 raise WheelError(refused or str(e)) from None
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
-            used.update(devices, [host])
-            written.append(name)
+            used.update(devices.values(), [host])
+            written.append(WheelSplit(name, host, devices))
         for name, path in sorted(wheels.items()):
             if name not in used:  # had no device code: split copied it
                 shutil.copyfile(path, temporary / name)
-                written.append(name)
+                written.append(WheelSplit(name, name))
+        if on_step is not None:
+            on_step("joined", len(hosts), len(hosts))
         os.chmod(temporary, DIRECTORY_MODE)
         replace_directory(temporary, out, force)
     except OSError as e:
         raise WheelError(f"{printable(str(out))}: cannot write: {e.strerror or e}") from None
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
-    return sorted(written)
+    for result in written:
+        made_of = {arch: wheels[name] for arch, name in result.devices.items()}
+        result.sizes = measure(out / result.source, wheels[result.host], made_of)
+    return sorted(written, key=lambda r: r.source)
 
 
 def _join_one(
     wheels: dict[str, Path], host: str, out: Path, scratch: Path, limits: tuple[int, int]
-) -> tuple[str, list[str]]:
+) -> tuple[str, dict[str, str]]:
     max_object_size, max_wheel_size = limits
     shown = printable(str(wheels[host]))
     unpacked = read_wheel(wheels[host], scratch / "host", max_wheel_size)
@@ -148,6 +160,7 @@ def _join_one(
     os.rename(unpacked.root / info, dist_info)
     (split / f"{group}_generic").mkdir()
     os.rename(unpacked.root, split / f"{group}_generic" / "stage")
+    owned = _owned(shown, record)
     for arch, filename in sorted(record["devices"].items()):
         if filename not in wheels:
             raise WheelError(f"{shown}: its {arch} device wheel {filename} is not beside it")
@@ -159,6 +172,7 @@ def _join_one(
             split,
             (group, root_scheme, data_dir),
             max_wheel_size,
+            owned.get(arch),
         )
     joined = scratch / "joined"
     join_tree(split, joined, False, max_object_size)
@@ -175,7 +189,7 @@ def _join_one(
             content = record["metadata"]
         files.append((f"{info}/{inside}", unpacked.info_modes[inside], content))
     write_wheel(out / original.filename, files, info, record["record"])
-    return original.filename, list(record["devices"].values())
+    return original.filename, dict(record["devices"])
 
 
 def _copy_join_data(host: Path, expected: dict[str, Any], destination: Path) -> None:
@@ -203,6 +217,27 @@ def _copy_join_data(host: Path, expected: dict[str, Any], destination: Path) -> 
         raise WheelError(f"{shown}: not the data {host.name} was split with (size or sha256)")
 
 
+def _owned(shown: str, record: dict[str, Any]) -> dict[str, dict[str, set[str]]]:
+    """The record's ``owned``: for an owner's wheel holding several targets' trees
+    (gfx1250 and gfx1250-strict), each target's paths; every target must be one
+    :data:`gfxpack.amdgpu.OWNERS` gives that owner."""
+    owned = record.get("owned", {})
+    problem = f"{shown}: {RECORD_NAME}: 'owned': expected each owner's targets and their paths"
+    if not isinstance(owned, dict):
+        raise WheelError(problem)
+    found: dict[str, dict[str, set[str]]] = {}
+    for owner, targets in owned.items():
+        if owner not in record["devices"] or not isinstance(targets, dict):
+            raise WheelError(problem)
+        for target, paths in targets.items():
+            if target not in OWNERS.get(owner, ()) or not isinstance(paths, list):
+                raise WheelError(problem)
+            if not all(isinstance(path, str) for path in paths):
+                raise WheelError(problem)
+            found.setdefault(owner, {})[target] = set(paths)
+    return found
+
+
 def _place_device(
     wheel: Path,
     host: WheelName,
@@ -211,8 +246,10 @@ def _place_device(
     split: Path,
     layout: tuple[str, str, str],
     max_wheel_size: int,
+    owned: dict[str, set[str]] | None = None,
 ) -> None:
-    """Put a device wheel's files back where the split of the tree wrote them."""
+    """Put a device wheel's files back where the split of the tree wrote them: an
+    owner's wheel (``owned``: each target's paths) into each of its targets' trees."""
     group, root_scheme, data_dir = layout
     unpacked = read_wheel(wheel, scratch / f"device-{arch}", max_wheel_size)
     metadata = read_metadata(printable(str(wheel)), unpacked.info_files.get("METADATA", b""))
@@ -222,15 +259,26 @@ def _place_device(
             f"{device_name(host.name, arch)} {host.version}"
         )
     device_data = unpacked.dist_info.removesuffix(".dist-info") + ".data"
-    stage = split / f"{group}_{arch}" / "stage"
+    targets = owned if owned is not None else {arch: None}
     for member in unpacked.members:
         scheme, inside = scheme_of(member.path, device_data, "platlib")
         tree_path = inside if scheme == root_scheme else f"{data_dir}/{scheme}/{inside}"
-        destination = stage / tree_path
-        if os.path.lexists(destination):
+        # Its target's trees (one, or each of an owner's that gave this path).
+        places = [t for t, paths in targets.items() if paths is None or tree_path in paths]
+        if not places:
             raise WheelError(
                 f"{printable(str(wheel))}: {printable(member.path)}: "
-                "the host wheel has this file too"
+                f"the split record gives it to none of {', '.join(targets)}"
             )
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        os.rename(unpacked.root / member.path, destination)
+        for number, target in enumerate(places):
+            destination = split / f"{group}_{target}" / "stage" / tree_path
+            if os.path.lexists(destination):
+                raise WheelError(
+                    f"{printable(str(wheel))}: {printable(member.path)}: "
+                    "the host wheel has this file too"
+                )
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            if number + 1 < len(places):
+                shutil.copy2(unpacked.root / member.path, destination)
+            else:
+                os.rename(unpacked.root / member.path, destination)

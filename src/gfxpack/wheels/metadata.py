@@ -9,14 +9,16 @@ Python, ``Root-Is-Purelib: false``, ``Requires-Dist: <name>==<version>``.
 
 from __future__ import annotations
 
+import contextlib
 import email.parser
 import email.policy
 import re
+from dataclasses import dataclass
 
 from packaging.metadata import InvalidMetadata, Metadata, parse_email
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
-from packaging.tags import Tag
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.tags import Tag, parse_tag
 from packaging.utils import (
     BuildTag,
     InvalidWheelFilename,
@@ -155,36 +157,140 @@ def header_end(data: bytes) -> tuple[int, bytes]:
     return at, ending
 
 
-def host_metadata(where: str, original: bytes, host: WheelName, arches: list[str]) -> bytes:
-    """The host's METADATA: the original with the device extras added at the end of
-    its header (the body, a long description, stays where it was) in the line ending
-    of its last header line; nothing else changes. Names and versions are the file
-    name's (``check_identity``). Validated by ``packaging`` before and after."""
-    metadata = read_metadata(where, original)
-    name, version = host.name, host.version
-    taken = set(metadata.provides_extra or []) & {extra_name(a) for a in arches} | (
-        {DEVICE_ALL} & set(metadata.provides_extra or [])
-    )
-    if taken:
-        raise WheelError(f"{where}: METADATA already offers the extra {sorted(taken)[0]!r}")
+def strict_problems(data: bytes) -> list[str]:
+    """What ``packaging``'s strict validation says of a METADATA (nothing: valid).
+
+    Real wheels fail it and install all the same (a field newer than the declared
+    Metadata-Version, a legacy field): pip and uv read METADATA with the email parser
+    and take what they need, so gfxpack reports these and goes on."""
+    try:
+        Metadata.from_email(data, validate=True)
+    except (InvalidMetadata, ExceptionGroup, ValueError) as e:
+        return [str(p) for p in (e.exceptions if isinstance(e, ExceptionGroup) else [e])]
+    return []
+
+
+@dataclass
+class CoreFields:
+    """The fields of a METADATA that installers read, as they read it (lax): a
+    requirement ``packaging`` cannot parse is left out and named in ``problems``."""
+
+    requires_dist: list[Requirement]
+    provides_extra: list[str]
+    requires_python: SpecifierSet | None
+    problems: list[str]
+
+
+def core_fields(data: bytes) -> CoreFields:
+    raw, _unparsed = parse_email(data)
+    problems = strict_problems(data)
+    requirements = []
+    for line in raw.get("requires_dist", []):
+        try:
+            requirements.append(Requirement(line))
+        except InvalidRequirement:
+            continue  # in problems already: strict validation parses every requirement
+    requires_python = None
+    if (python := raw.get("requires_python")) is not None:
+        with contextlib.suppress(InvalidSpecifier):  # in problems already
+            requires_python = SpecifierSet(python)
+    extras: list[str] = [canonicalize_name(e) for e in raw.get("provides_extra", [])]
+    return CoreFields(requirements, extras, requires_python, problems)
+
+
+@dataclass
+class Dependency:
+    """Another distribution split in the same run that a host wheel requires: its
+    ``device-<arch>`` extras are passed on (``<name>[device-<arch>]``), so installing
+    the host for one arch installs the dependency's device code for it too."""
+
+    requirement: Requirement  # the host's own requirement of it
+    arches: list[str]
+
+
+def dependency_lines(dependency: Dependency, arches: list[str]) -> list[tuple[str, str]]:
+    """(extra, Requires-Dist value) passing each shared arch (and device-all) on."""
+    requirement = dependency.requirement
+    name = canonicalize_name(requirement.name)
+    marker = f"({requirement.marker}) and " if requirement.marker is not None else ""
     lines = []
+    for extra in [extra_name(a) for a in arches if a in dependency.arches] + [DEVICE_ALL]:
+        lines.append((extra, f'{name}[{extra}]{requirement.specifier}; {marker}extra == "{extra}"'))
+    return lines
+
+
+# The Metadata-Version that introduced Provides-Extra (core metadata, PEP 566).
+EXTRAS_VERSION = "2.1"
+_METADATA_VERSION = re.compile(rb"^Metadata-Version:[ \t]*([^\r\n]*)", re.MULTILINE | re.IGNORECASE)
+
+
+def _raise_version(where: str, data: bytes, notes: list[str]) -> bytes:
+    """``data`` declaring at least 2.1, the version the added Provides-Extra needs
+    (said in a note); unchanged when it declares 2.1 or later already."""
+    found = _METADATA_VERSION.search(data, 0, header_end(data)[0])  # the header's only
+    declared = found.group(1).decode("latin-1").strip() if found else ""
+    try:
+        if Version(declared) >= Version(EXTRAS_VERSION):
+            return data
+    except InvalidVersion:
+        pass
+    notes.append(
+        f"{where}: METADATA: Metadata-Version raised from {printable(declared or '(none)')} "
+        f"to {EXTRAS_VERSION}: the Provides-Extra lines added need it"
+    )
+    if found is None:
+        return f"Metadata-Version: {EXTRAS_VERSION}\n".encode() + data
+    return data[: found.start(1)] + EXTRAS_VERSION.encode() + data[found.end(1) :]
+
+
+def host_metadata(
+    where: str,
+    original: bytes,
+    host: WheelName,
+    arches: list[str],
+    dependencies: list[Dependency] | None = None,
+    notes: list[str] | None = None,
+) -> bytes:
+    """The host's METADATA: the original, byte for byte, with the device extras added
+    at the end of its header (the body, a long description, stays where it was) in the
+    line ending of its last header line; its Metadata-Version raised to 2.1 only when
+    it declares less (Provides-Extra needs 2.1). Names and versions are the file name's
+    (``check_identity``). What strict validation finds in the original, installers
+    accept: each is a note (appended to ``notes``), not an error; a valid original
+    must stay valid."""
+    notes = [] if notes is None else notes
+    fields = core_fields(original)
+    notes += [f"{where}: METADATA: {p} (installers accept it; kept)" for p in fields.problems]
+    name, version = host.name, host.version
+    offered = set(fields.provides_extra)
+    taken = sorted(offered & ({extra_name(a) for a in arches} | {DEVICE_ALL}))
+    if taken:
+        raise WheelError(f"{where}: METADATA already offers the extra {taken[0]!r}")
+    added: list[tuple[str, str]] = []
     for arch in arches:
-        extra = extra_name(arch)
-        lines.append(f"Provides-Extra: {extra}")
-        lines.append(f'Requires-Dist: {device_name(name, arch)}=={version}; extra == "{extra}"')
-    lines.append(f"Provides-Extra: {DEVICE_ALL}")
-    for arch in arches:
-        lines.append(
-            f'Requires-Dist: {device_name(name, arch)}=={version}; extra == "{DEVICE_ALL}"'
+        added.append(
+            (
+                extra_name(arch),
+                f'{device_name(name, arch)}=={version}; extra == "{extra_name(arch)}"',
+            )
         )
+    for arch in arches:
+        added.append((DEVICE_ALL, f'{device_name(name, arch)}=={version}; extra == "{DEVICE_ALL}"'))
+    for dependency in dependencies or []:
+        added += dependency_lines(dependency, arches)
+    lines = []
+    for extra in [extra_name(a) for a in arches] + [DEVICE_ALL]:
+        lines.append(f"Provides-Extra: {extra}")
+        lines += [f"Requires-Dist: {value}" for of, value in added if of == extra]
     end, newline = header_end(original)
     head = original[:end]
     if not newline:  # a header ending the file without a line ending: it gets one
         newline = b"\n"
         head += newline
-    added = b"".join(line.encode() + newline for line in lines)
-    result = head + added + original[end:]
-    read_metadata(f"{where} (with the device extras)", result)
+    result = head + b"".join(line.encode() + newline for line in lines) + original[end:]
+    result = _raise_version(where, result, notes)
+    if not fields.problems:
+        read_metadata(f"{where} (with the device extras)", result)
     return result
 
 
@@ -244,3 +350,21 @@ def device_wheel_file(host: WheelName) -> bytes:
         "Root-Is-Purelib: false\n"
         f"{tags}{build}"
     ).encode()
+
+
+def wheel_tags_note(where: str, data: bytes, wheel: WheelName) -> str | None:
+    """A note when the WHEEL file's ``Tag`` lines are not the file name's tags: pip,
+    uv and ``installer`` go by the file name and install such a wheel, so it is a
+    defect to report, not to refuse."""
+    headers = email.parser.BytesHeaderParser(policy=email.policy.compat32).parsebytes(data)
+    declared = set()
+    for value in headers.get_all("Tag") or []:
+        with contextlib.suppress(ValueError):
+            declared |= set(parse_tag(str(value).strip()))
+    if declared == set(wheel.tags):
+        return None
+    shown = ", ".join(sorted(map(str, declared))) or "none"
+    return (
+        f"{where}: WHEEL: its Tag lines ({printable(shown)}) are not the file name's "
+        f"({', '.join(sorted(map(str, wheel.tags)))}); installers go by the file name"
+    )
