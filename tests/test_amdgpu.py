@@ -15,12 +15,13 @@ from gfxpack.amdgpu import (
     TargetId,
     code_object_problem,
     gfx_target_version,
+    owner_of,
     processor_of,
     processor_problem,
     sort_targets,
     target_order,
 )
-from gfxpack.fatbin import split
+from gfxpack.file_arch import file_arch
 from gfxpack.plan import targets as plan_targets
 from tests.code_objects import code_object
 
@@ -32,12 +33,39 @@ def test_every_processor_has_one_row_with_e_flags_and_a_driver_number():
     for processor in TABLE:
         assert 0x20 <= processor.mach <= 0xFF, processor
         assert processor.gfx_target_version > 0, processor
-        assert processor_of(processor.gfx_target_version) == processor.name
+        # A variant target (gfx1250-strict) reports its owner's number: the device is one.
+        assert processor_of(processor.gfx_target_version) == owner_of(processor.name)
     # No two names share an EF_AMDGPU_MACH value: e_flags name one processor.
     assert len(set(MACH.values())) == len(MACH) == len(TABLE) + len(GENERIC_PROCESSORS)
     # Every generic target covers processors, and every processor's generic is one.
     assert set(GENERIC.values()) == GENERIC_PROCESSORS
     assert all(name.endswith("-generic") for name in GENERIC_PROCESSORS)
+
+
+def test_every_owner_and_its_targets_are_processors_of_the_table():
+    """Target owners (TheRock#8280): one row per owner, each of its targets a current
+    processor, the owner first, no target under two owners, and no owner owned."""
+    assert amdgpu.OWNERS["gfx1250"] == ("gfx1250", "gfx1250-strict")
+    seen: list[str] = []
+    for owner, targets in amdgpu.OWNERS.items():
+        assert targets[0] == owner
+        assert set(targets) <= PROCESSORS, targets
+        seen.extend(targets)
+        for target in targets:
+            assert owner_of(target) == owner
+            # One device: the driver reports the owner's number for each target.
+            assert gfx_target_version(target) == gfx_target_version(owner)
+    assert len(seen) == len(set(seen))
+    assert owner_of("gfx942") == "gfx942"
+    # The variant is a target of its own: its e_flags, its id, its place after gfx1250.
+    assert MACH["gfx1250-strict"] == 0xEB
+    assert str(TargetId.parse("gfx1250-strict")) == "gfx1250-strict"
+    assert processor_problem("gfx1250-strict") is None
+    assert sort_targets(["gfx1251", "gfx1250-strict", "gfx1250"]) == [
+        "gfx1250",
+        "gfx1250-strict",
+        "gfx1251",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -102,9 +130,9 @@ def test_plan_split_and_kpack_read_the_same_table():
     assert plan_targets.PROCESSORS is PROCESSORS
     assert plan_targets.check_target is amdgpu.check_target
     # The splitter once missed what the planner knew: gfx1170 and gfx1251.
-    assert split.data_file_arch("library/TensileLibrary_gfx1251.co") == "gfx1251"
-    assert split.data_file_arch("amdgcn/bitcode/oclc_isa_version_1170.bc") == "gfx1170"
-    assert split.data_file_arch("db/gfx942130.db.txt") == "gfx942"  # longest name first
+    assert file_arch("library/TensileLibrary_gfx1251.co") == "gfx1251"
+    assert file_arch("amdgcn/bitcode/oclc_isa_version_1170.bc") == "gfx1170"
+    assert file_arch("db/gfx942130.db.txt") == "gfx942"  # longest name first
 
 
 def test_processors_sort_in_llvm_order_and_generics_after_their_family():
@@ -116,8 +144,9 @@ def test_processors_sort_in_llvm_order_and_generics_after_their_family():
         numbers = tuple(map(int, generic[3:].removesuffix("-generic").split("-")))
         family = [p for p in PROCESSORS if target_order(p)[1 : 1 + len(numbers)] == numbers]
         assert family and all(target_order(p) < target_order(generic) for p in family), generic
-    numbers = [target_order(name)[1:4] for name in sort_targets(PROCESSORS)]
-    assert numbers == sorted(set(numbers))  # one position per processor
+    # One position per processor; a variant target (gfx1250-strict) right after its owner.
+    numbers = [target_order(name)[1:6] for name in sort_targets(PROCESSORS)]
+    assert numbers == sorted(set(numbers))
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,8 @@ class Processor:
     def gfx_target_version(self) -> int:
         """major * 10000 + minor * 100 + stepping, as the kernel driver numbers it
         (gfx<major><minor><stepping>, the stepping one hex digit: gfx90a is 90010)."""
-        body = self.name.removeprefix("gfx")
+        # A variant built as its own target (gfx1250-strict) reports its processor's.
+        body = self.name.removeprefix("gfx").split("-", 1)[0]
         return int(body[:-2]) * 10000 + int(body[-2]) * 100 + int(body[-1], 16)
 
 
@@ -86,8 +87,32 @@ TABLE: tuple[Processor, ...] = (
     # GFX12 (RDNA 4), GFX12.5, GFX13
     Processor("gfx1200", 0x48, _G12), Processor("gfx1201", 0x4E, _G12),
     Processor("gfx1250", 0x49, _G125), Processor("gfx1251", 0x5A, _G125),
+    # A strict-mode variant of gfx1250: its own target and e_flags, gfx1250's ISA
+    # version; not a gfx12-5-generic member (LLVM #218543, ROCm llvm-project #4121).
+    Processor("gfx1250-strict", 0xEB),
     Processor("gfx1310", 0x50, _G13),
 )  # fmt: skip
+
+# Target owners (TheRock#8280, #8327): processor variants upstream builds as their
+# own targets but ships in their processor's packages. Each owner lists every target
+# its device package (and its ``device-<owner>`` wheel) carries, itself first; each
+# target's payload keeps its own name (``<name>_<comp>_gfx1250-strict``,
+# ``..._gfx1250-strict.kpack``). A processor not listed owns itself alone.
+OWNERS: dict[str, tuple[str, ...]] = {
+    "gfx1250": ("gfx1250", "gfx1250-strict"),
+}
+OWNER_OF: dict[str, str] = {target: owner for owner, ts in OWNERS.items() for target in ts}
+
+
+def owner_of(target: str) -> str:
+    """The processor whose packages carry ``target``'s code: its owner in
+    :data:`OWNERS`, else the target itself (features are the caller's to strip).
+
+    >>> owner_of("gfx1250-strict"), owner_of("gfx942")
+    ('gfx1250', 'gfx942')
+    """
+    return OWNER_OF.get(target, target)
+
 
 # EF_AMDGPU_MACH_* of each generic target (code object v6 and later).
 GENERIC_MACH: dict[str, int] = {
@@ -135,7 +160,7 @@ def processor_of(version: int) -> str | None:
 
 # --- target ids and the e_flags that encode them --------------------------------------
 
-_TARGET = re.compile(r"^(gfx[0-9a-z]+(?:-[0-9]+)*(?:-generic)?)((?::[a-z]+[+-])*)$")
+_TARGET = re.compile(r"^(gfx[0-9a-z]+(?:-[0-9]+)*(?:-generic|-strict)?)((?::[a-z]+[+-])*)$")
 
 # e_flags bits (EI_ABIVERSION 1 is code object v3, 2 and later are v4+).
 ABI_V3 = 1
@@ -154,27 +179,34 @@ class TargetId:
     def __str__(self) -> str:
         return self.processor + "".join(f":{name}{sign}" for name, sign in self.features)
 
+    def compatible(self) -> list[str]:
+        """The target ids whose code a device with this id loads, most specific first:
+        every subset of its features, in the order ROCm's kpack runtime tries them
+        (rocm-systems ``shared/kpack/runtime/src/isa_target_match.h``,
+        ``for_each_compatible_target``: masks counted down, the last feature dropped
+        first). No generic target: the kpack runtime never tries one.
+
+        >>> TargetId.parse("gfx942:sramecc+:xnack-").compatible()
+        ['gfx942:sramecc+:xnack-', 'gfx942:sramecc+', 'gfx942:xnack-', 'gfx942']
+        """
+        count = len(self.features)
+        forms: list[str] = []
+        for mask in range((1 << count) - 1, -1, -1):
+            kept = tuple(f for i, f in enumerate(self.features) if mask & (1 << (count - 1 - i)))
+            forms.append(str(TargetId(self.processor, kept)))
+        return forms
+
     def less_specific(self) -> list[str]:
-        """Every form the runtime tries for a device, most specific first: the full id,
-        each subset of its features, the bare processor, then its family's generic.
+        """Every form a fat binary's inline code objects may carry for this device, most
+        specific first: :meth:`compatible`, then its family's generic target (the HIP
+        runtime loads a generic code object from a bundle; the kpack runtime does not
+        look for a generic archive).
 
         >>> TargetId.parse("gfx942:sramecc+:xnack-").less_specific()
-        ['gfx942:sramecc+:xnack-', 'gfx942:xnack-', 'gfx942:sramecc+', 'gfx942', 'gfx9-4-generic']
+        ['gfx942:sramecc+:xnack-', 'gfx942:sramecc+', 'gfx942:xnack-', 'gfx942', 'gfx9-4-generic']
         """
-        forms: list[str] = []
-        count = len(self.features)
-        for keep in range(count, -1, -1):
-            for mask in range(1 << count):
-                if bin(mask).count("1") != count - keep:
-                    continue
-                kept = tuple(f for i, f in enumerate(self.features) if not mask & (1 << i))
-                form = str(TargetId(self.processor, kept))
-                if form not in forms:
-                    forms.append(form)
         generic = GENERIC.get(self.processor)
-        if generic:
-            forms.append(generic)
-        return forms
+        return self.compatible() + ([generic] if generic else [])
 
     @classmethod
     def parse(cls, text: str) -> TargetId:

@@ -40,9 +40,12 @@ from gfxpack.artifact_layout import (
 )
 from gfxpack.config import ArtifactSource
 from gfxpack.errors import GfxpackError
-from gfxpack.formats.payload import Entry, with_parents
+from gfxpack.formats.debug_symbols import DEBUG_COMPONENT, DEBUG_ROOT, debug_path_problem
+from gfxpack.formats.payload import Entry, EntryKind, with_parents
 from gfxpack.plan import ArtifactIndex, Kind, Mode, PlannedPackage, ReleasePlan
+from gfxpack.plan.artifact_index import builds_target
 from gfxpack.plan.naming import arch_suffix
+from gfxpack.regular_files import same_bytes
 
 __all__ = [
     "ArtifactTree",
@@ -158,7 +161,8 @@ def source_directories(
 ) -> list[str]:
     """The artifact directories one (artifact, component) contributes to a package
     (spec section 9): generic for host and versioned packages, the arch and its xnack
-    variants for a device, the family in single-arch mode."""
+    variants for a device (with the other targets of its owner the plan names, such as
+    gfx1250-strict: each keeps its directory), the family in single-arch mode."""
     if not source.gfxarch or package.arch is None:
         if package.kind is Kind.DEVICE:
             return []  # Artifact_Gfxarch False content is host-only
@@ -172,6 +176,7 @@ def source_directories(
         if name.startswith(prefix)
         and name[len(prefix) :] != GENERIC
         and arch_suffix(name[len(prefix) :]) == package.arch
+        and builds_target(name[len(prefix) :], plan.targets)
     ]
 
 
@@ -183,9 +188,15 @@ def package_entries(
     present = set(tree.directories)
     found: dict[str, tuple[Entry, str]] = {}
     problems: list[str] = []
+    # A debug package holds the dbg component, under /usr/lib/debug; no other package
+    # holds it (formats/debug_symbols.py).
+    debug = package.kind is Kind.DEBUG
+    install_root = DEBUG_ROOT if debug else plan.prefix
     for source in spec.artifactory:
         for subdir in source.subdirs:
             for component in subdir.components:
+                if debug != (component == DEBUG_COMPONENT):
+                    continue
                 for directory in source_directories(package, source, component, plan, tree):
                     if directory not in present:
                         continue
@@ -197,25 +208,73 @@ def package_entries(
                             continue
                         top = os.path.join(root, prefix)
                         for entry in walk(
-                            top, plan.prefix, mtime, spec.allow_special_modes, problems
+                            top, install_root, mtime, spec.allow_special_modes, problems
                         ):
-                            _merge(found, entry, f"{directory}/{prefix}", package)
+                            origin = f"{directory}/{prefix}"
+                            if debug and not _debug_entry(entry, origin, problems):
+                                continue
+                            _merge(found, entry, origin, package)
     if problems:
         raise InvalidArtifacts("\n".join(dict.fromkeys(problems)))
     entries = [entry for entry, _ in found.values()]
-    return with_parents(entries, mtime, stop=posixpath.dirname(plan.prefix))
+    stop = DEBUG_ROOT if debug else posixpath.dirname(plan.prefix)
+    return with_parents(entries, mtime, stop=stop)
+
+
+def _debug_entry(entry: Entry, origin: str, problems: list[str]) -> bool:
+    """Whether a dbg component's entry is one a debug package may install; if not,
+    the problem names the artifact file."""
+    relative = entry.path[len(DEBUG_ROOT) + 1 :]
+    problem = debug_path_problem(relative, entry.kind)
+    if problem:
+        problems.append(f"{printable(origin)}/{printable(relative)}: {problem}")
+    return problem is None
 
 
 def _merge(
     found: dict[str, tuple[Entry, str]], entry: Entry, origin: str, package: PlannedPackage
 ) -> None:
+    """Add ``entry`` (from the artifact directory and prefix ``origin``) to a package's
+    entries. Two directories of one device package (the targets of one owner, such as
+    gfx1250 and gfx1250-strict, or xnack variants) may give one path: the same
+    directory, symlink or file (mode and bytes) is installed once; anything else is
+    an error naming both places and the path."""
     previous = found.get(entry.path)
     if previous is None:
         found[entry.path] = (entry, origin)
-    elif not (previous[0].kind == entry.kind == "dir"):
+    elif not _same_entry(previous[0], entry):
         raise ContentCollision(
-            f"{package.key}: {entry.path} comes from both {previous[1]} and {origin}"
+            f"{package.key}: {entry.path} comes from both {previous[1]} and {origin}, "
+            "with different contents"
         )
+
+
+def _same_entry(one: Entry, other: Entry) -> bool:
+    """Whether two entries install the same thing: kind, mode, link target, bytes
+    (directories are shared whatever their modes, as between packages)."""
+    if one.kind == other.kind == EntryKind.DIR:
+        return True
+    if (one.kind, one.mode, one.target, one.size) != (
+        other.kind,
+        other.mode,
+        other.target,
+        other.size,
+    ):
+        return False
+    if not one.is_file or one.data is not None or other.data is not None:
+        return one.data == other.data
+    if one.source is None or other.source is None:
+        return one.source == other.source
+    return _same_bytes(one.source, other.source)
+
+
+def _same_bytes(one: str, other: str) -> bool:
+    try:
+        return same_bytes(one, other)
+    except OSError as e:
+        raise InvalidArtifacts(
+            f"{printable(str(e.filename or one))}: cannot read: {e.strerror or e}"
+        ) from None
 
 
 def route(plan: ReleasePlan, tree: ArtifactTree, mtime: int) -> dict[str, tuple[Entry, ...]]:

@@ -6,6 +6,10 @@ The open itself is non-blocking and checked again with ``fstat``: a path
 swapped for a FIFO between the two calls still cannot hang the reader. A
 directory walk that has already classified its entries skips the first check
 (see :func:`read_regular`).
+
+A small input file a user names (package.json, a waiver file, a kernel list, a
+changelog...) is read by :func:`read_small_file` or :func:`read_small_text`, the one
+reader of such files: size cap, regular files only, UTF-8, one error naming the file.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import errno
 import os
 import re
 import stat
+
+from gfxpack.errors import GfxpackError
 
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 _CHUNK = 1 << 16
@@ -42,7 +48,10 @@ def printable(path: str) -> str:
 
 
 class NotARegularFile(OSError):
-    """The path names something other than a regular file; ``strerror`` says what."""
+    """The path names something other than a regular file; ``strerror`` says what,
+    ``kind`` names it in words ('a FIFO')."""
+
+    kind = "not a regular file"
 
 
 def file_kind(mode: int) -> str:
@@ -51,7 +60,11 @@ def file_kind(mode: int) -> str:
 
 
 def _refuse(path: str | os.PathLike[str], mode: int) -> NotARegularFile:
-    return NotARegularFile(errno.EINVAL, f"not a regular file ({file_kind(mode)})", os.fspath(path))
+    refused = NotARegularFile(
+        errno.EINVAL, f"not a regular file ({file_kind(mode)})", os.fspath(path)
+    )
+    refused.kind = file_kind(mode)
+    return refused
 
 
 def _fd_of_regular(fd: int, path: str | os.PathLike[str]) -> int:
@@ -108,3 +121,100 @@ def _read_all(fd: int, path: str | os.PathLike[str], verified: bool) -> bytes:
     finally:
         os.close(fd)
     return b"".join(chunks) if len(chunks) > 1 else chunks[0]
+
+
+def same_bytes(one: str | os.PathLike[str], other: str | os.PathLike[str]) -> bool:
+    """Whether two regular files hold the same bytes, compared a chunk at a time
+    (bounded memory, however large); a symlink is not followed, so one swapped in
+    since a walk classified the path is refused (an OSError, as any read error)."""
+    with (
+        os.fdopen(open_regular(one, follow_symlinks=False), "rb") as a,
+        os.fdopen(open_regular(other, follow_symlinks=False), "rb") as b,
+    ):
+        while True:
+            chunk = a.read(_CHUNK)
+            if chunk != b.read(_CHUNK):
+                return False
+            if not chunk:
+                return True
+
+
+class UnreadableFile(GfxpackError, ValueError):
+    """A small input file gfxpack cannot take: missing, not a regular file, larger than
+    its cap or not UTF-8. ``problem`` says which without the path, for a caller that
+    shows the path its own way; the message is ``<path>: <problem>``."""
+
+    def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
+        self.path = os.fspath(path)
+        self.problem = problem
+        super().__init__(f"{printable(self.path)}: {problem}")
+
+
+def size_in_words(size: int) -> str:
+    """A cap as people write it: '1 MiB', '64 KiB', '1,000 bytes'."""
+    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift} {unit}"
+    return f"{size:,} bytes"
+
+
+def read_small_file(
+    path: str | os.PathLike[str], limit: int, what: str, follow_symlinks: bool = True
+) -> bytes:
+    """The bytes of a small input file a user names, at most ``limit`` of them; one
+    :class:`UnreadableFile` naming the file when it is missing, not a regular file (a
+    FIFO or device is never opened, so never waited on), a symlink and
+    ``follow_symlinks`` is False, unreadable or larger. ``what`` names the file in
+    messages: 'waiver file' gives "cannot read the waiver file: ..." and "a waiver
+    file of at most 1 MiB is expected"."""
+    try:
+        fd = open_regular(path, follow_symlinks=follow_symlinks)
+    except FileNotFoundError:
+        raise UnreadableFile(path, "file not found") from None
+    except NotARegularFile as e:
+        raise UnreadableFile(path, _refusal(e.kind)) from None
+    except OSError as e:
+        # ELOOP: a symlink swapped in between the check and the (O_NOFOLLOW) open.
+        problem = _refusal("a symlink") if e.errno == errno.ELOOP else _unreadable(what, e)
+        raise UnreadableFile(path, problem) from None
+    return read_capped(fd, path, limit, what)
+
+
+def read_capped(fd: int, path: str | os.PathLike[str], limit: int, what: str) -> bytes:
+    """At most ``limit`` bytes of the regular file open as ``fd`` (closed here), for a
+    caller that opened it its own way; UnreadableFile when it holds more or a read
+    fails."""
+    with os.fdopen(fd, "rb") as file:
+        try:
+            data = file.read(limit + 1)
+        except OSError as e:
+            raise UnreadableFile(path, _unreadable(what, e)) from None
+    if len(data) > limit:
+        raise UnreadableFile(path, f"a {what} of at most {size_in_words(limit)} is expected")
+    return data
+
+
+def read_small_text(
+    path: str | os.PathLike[str], limit: int, what: str, follow_symlinks: bool = True
+) -> str:
+    """:func:`read_small_file`, decoded as UTF-8; UnreadableFile naming the first byte
+    that is not."""
+    return utf8_text(read_small_file(path, limit, what, follow_symlinks), path)
+
+
+def utf8_text(data: bytes, path: str | os.PathLike[str]) -> str:
+    """``data`` read from ``path``, decoded as UTF-8; UnreadableFile when it is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UnreadableFile(path, f"not UTF-8 text (byte {e.start})") from None
+
+
+def _refusal(kind: str) -> str:
+    if kind == "a symlink":
+        return "is a symlink; gfxpack does not follow it"
+    return f"is {kind}, expected a regular file"
+
+
+def _unreadable(what: str, error: OSError) -> str:
+    return f"cannot read the {what}: {error.strerror or error}"

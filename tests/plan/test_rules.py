@@ -474,10 +474,24 @@ def test_xnack_targets_merge_into_the_base_arch():
 
 
 def test_two_targets_with_one_suffix_are_an_error_naming_both():
+    # Two families cut to one suffix; no owner lists both (gfx1250 owns gfx1250-strict:
+    # tests/scenarios/test_target_owners.py).
     with pytest.raises(
-        PlanError, match="targets gfx1250 and gfx1250-strict both map to the name suffix -gfx1250"
+        PlanError, match="targets gfx110X-all and gfx110X-dgpu both map to the name suffix -gfx110x"
     ):
-        plan(specs(*RUNTIME_SET), ["gfx1250", "gfx1250-strict"], "8.2.0")
+        plan(specs(*RUNTIME_SET), ["gfx110X-all", "gfx110X-dgpu"], "8.2.0")
+
+
+def test_the_targets_of_one_owner_share_its_device_packages():
+    p = plan(specs(*RUNTIME_SET), ["gfx1250-strict", "gfx942", "gfx1250"], "8.2.0")
+    assert p.targets == ("gfx942", "gfx1250", "gfx1250-strict")
+    assert p.arches == ("gfx942", "gfx1250")
+    assert p.owners == {"gfx942": ("gfx942",), "gfx1250": ("gfx1250", "gfx1250-strict")}
+    assert [x.key for x in p.family("amdrocm-blas") if x.kind is Kind.DEVICE] == [
+        "amdrocm-blas8.2-gfx942",
+        "amdrocm-blas8.2-gfx1250",
+    ]
+    assert not any("strict" in name for fmt in FORMATS for name in names(p, fmt))
 
 
 # --- Decisions 8 and 9: artifacts decide gfxarch-ness and devices -----------------------------

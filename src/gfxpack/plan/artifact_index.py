@@ -9,11 +9,13 @@ list of directory names (their pattern is :mod:`gfxpack.artifact_layout`'s).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from gfxpack.amdgpu import OWNER_OF
 from gfxpack.artifact_layout import ARTIFACT_DIR, GENERIC
 from gfxpack.config import PackageSpec
+from gfxpack.formats.debug_symbols import DEBUG_COMPONENT
 from gfxpack.plan.naming import TARGET, arch_suffix
 from gfxpack.plan.targets import sort_targets
 
@@ -42,19 +44,28 @@ class ArtifactIndex:
         """A base is present when one of its artifact names has a directory."""
         return any(source.artifact in self._names for source in spec.artifactory)
 
-    def arch_suffixes(self, spec: PackageSpec) -> frozenset[str]:
-        """Arch suffixes with per-arch content for the base's gfxarch artifacts."""
+    def arch_suffixes(
+        self, spec: PackageSpec, targets: Collection[str] | None = None
+    ) -> frozenset[str]:
+        """Arch suffixes with per-arch content for the base's gfxarch artifacts. Debug
+        symbols make no device package (plan/debug.py): a ``dbg`` directory is not
+        per-arch content."""
         wanted = {
             (source.artifact, component)
             for source in spec.artifactory
             if source.gfxarch
             for subdir in source.subdirs
             for component in subdir.components
+            if component != DEBUG_COMPONENT
         }
+        # A target an owner shares its packages with (gfx1250-strict) counts only when
+        # ``targets`` (the release's) names it: its directories are routed only then.
         return frozenset(
             arch_suffix(d.target)
             for d in self.dirs
-            if d.target != GENERIC and (d.name, d.component) in wanted
+            if d.target != GENERIC
+            and (d.name, d.component) in wanted
+            and (targets is None or builds_target(d.target, targets))
         )
 
     def targets(self) -> tuple[str, ...]:
@@ -63,3 +74,10 @@ class ArtifactIndex:
         return tuple(
             sort_targets({d.target.split(":", 1)[0] for d in self.dirs if d.target != GENERIC})
         )
+
+
+def builds_target(target: str, targets: Collection[str]) -> bool:
+    """Whether a release of ``targets`` builds an artifact directory's ``target``: a
+    target an owner shares its packages with (gfx1250-strict) only when named."""
+    processor = target.split(":", 1)[0].lower()
+    return processor not in OWNER_OF or processor in targets

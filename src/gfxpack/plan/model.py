@@ -10,6 +10,7 @@ from functools import cached_property
 from gfxpack.config import PackageSpec
 from gfxpack.errors import GfxpackError
 from gfxpack.formats.package_format import FORMATS, PackageFormat
+from gfxpack.plan.naming import InvalidName, arch_suffix
 
 
 class Kind(Enum):
@@ -24,6 +25,9 @@ class Kind(Enum):
     GENERIC_META = "generic-meta"  # a Gfxarch=True metapackage: every arch meta
     ARCH_META = "arch-meta"  # a Gfxarch=True metapackage for one arch
     VERSIONED_META = "versioned-meta"  # a Gfxarch=False metapackage
+    # The debug symbols of a host or versioned package (-dbgsym / -debuginfo): the dbg
+    # component, under /usr/lib/debug (plan/debug.py). Never per arch.
+    DEBUG = "debug"
 
     def __str__(self) -> str:
         return str(self.value)
@@ -53,6 +57,7 @@ _TITLES = {
     Kind.GENERIC_META: "Generic Meta",
     Kind.ARCH_META: "Arch-specific Meta",
     Kind.VERSIONED_META: "Versioned Meta",
+    Kind.DEBUG: "Debug symbols",
 }
 
 
@@ -69,6 +74,7 @@ class Reason(StrEnum):
     MEMBER = "member"
     ALIAS = "versioned package"
     RUNTIME_META = "runtime meta"
+    DEBUG_SYMBOLS = "debug symbols of"  # always =: symbols match one build only
     DECLARED = "declared"  # Provides / Conflicts / Replaces, copied as written
 
 
@@ -230,6 +236,21 @@ class ReleasePlan:
 
     def family(self, base: str) -> list[PlannedPackage]:
         return [package for package in self.packages if package.base == base]
+
+    @property
+    def owners(self) -> dict[str, tuple[str, ...]]:
+        """Each arch and the targets built into its packages, in processor order:
+        ``gfx1250: (gfx1250, gfx1250-strict)`` when both are targets (their owner is
+        :data:`gfxpack.amdgpu.OWNERS`'), ``gfx942: (gfx942,)`` otherwise."""
+        by_arch: dict[str, list[str]] = {arch: [] for arch in self.arches}
+        for target in self.targets:
+            try:
+                suffix = arch_suffix(target)
+            except InvalidName:
+                continue  # a plan read back from JSON names what it likes
+            if suffix in by_arch:
+                by_arch[suffix].append(target)
+        return {arch: tuple(targets) for arch, targets in by_arch.items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gfxpack.amdgpu import OWNER_OF
 from gfxpack.formats.package_format import PackageFormat
 
 _LEADING_DIGITS = re.compile(r"^\d+")
@@ -57,13 +58,17 @@ def check_release(release: str) -> str:
 
 
 def arch_suffix(target: str) -> str:
-    """The name suffix of a target: lowercased, xnack feature and family tail cut off."""
+    """The name suffix of a target: lowercased, xnack feature and family tail cut off;
+    a target with an owner (``gfx1250-strict``, :data:`gfxpack.amdgpu.OWNERS`) takes
+    its owner's."""
     if not TARGET.match(target):
         raise InvalidName(
             f"target {target!r}: expected a GPU architecture such as gfx942, "
             "gfx942:xnack+ or a family such as gfx94X-dcgpu"
         )
-    return target.split(":", 1)[0].lower().split("-", 1)[0]
+    processor = target.split(":", 1)[0].lower()
+    owner = OWNER_OF.get(processor)
+    return owner if owner is not None else processor.split("-", 1)[0]
 
 
 def spelled(base: str, fmt: PackageFormat | None = None) -> str:

@@ -16,9 +16,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from gfxpack._gc import paused_gc
+from gfxpack.amdgpu import OWNER_OF, OWNERS
 from gfxpack.config import PackageSpec, Relations
 from gfxpack.formats.package_format import FORMATS, PackageFormat
-from gfxpack.plan import checks, rules
+from gfxpack.plan import checks, debug, rules
 from gfxpack.plan.artifact_index import ArtifactIndex
 from gfxpack.plan.model import (
     Cause,
@@ -76,6 +77,13 @@ def plan(
         return planner.run()
 
 
+def _one_owner(first: str, other: str) -> bool:
+    """Whether two different targets are both listed under one owner (gfxpack.amdgpu's
+    OWNERS): built as their own targets, shipped in that owner's packages."""
+    owner = OWNER_OF.get(first)
+    return first != other and owner is not None and OWNER_OF.get(other) == owner
+
+
 class _Planner:
     def __init__(
         self,
@@ -131,7 +139,12 @@ class _Planner:
             except InvalidName as e:
                 self.causes.append(Cause(str(e)))
                 continue
-            if in_tree is not None and suffix not in in_tree:
+            # An owned target (gfx1250-strict) needs artifacts of its own, not its owner's.
+            processor = target.split(":", 1)[0]
+            if (
+                in_tree is not None
+                and (processor if processor in OWNER_OF else suffix) not in in_tree
+            ):
                 have = ", ".join(self.artifacts.targets() if self.artifacts else ()) or "none"
                 self.causes.append(
                     Cause(
@@ -145,6 +158,10 @@ class _Planner:
             if first is None:
                 by_suffix[suffix] = base_target
                 kept.append(base_target)
+            elif _one_owner(first, base_target):
+                # Targets of one owner (gfx1250, gfx1250-strict) share its packages.
+                if base_target not in kept:
+                    kept.append(base_target)
             elif first.lower() != base_target.lower():
                 self.causes.append(
                     Cause(
@@ -152,6 +169,13 @@ class _Planner:
                         f"-{suffix}; package names would collide",
                         (first, base_target),
                     )
+                )
+            if OWNER_OF.get(base_target, base_target) != base_target:
+                self.note(
+                    Severity.INFO,
+                    f"target {base_target} is built into the {suffix} packages "
+                    f"({suffix} owns {', '.join(OWNERS[suffix])}: each target's files keep "
+                    "their own names in them)",
                 )
             if base_target != target:
                 self.note(
@@ -171,14 +195,18 @@ class _Planner:
             kept = kept[:1]
         # Processor order (Decision 16): devices, arch metas and every listing follow it.
         kept = sort_targets(kept)
-        return tuple(kept), tuple(arch_suffix(t) for t in kept)
+        return tuple(kept), tuple(dict.fromkeys(arch_suffix(t) for t in kept))
 
     def _tree_suffixes(self) -> set[str] | None:
-        """The arch suffixes the artifacts tree has per-arch directories for (None: no tree)."""
+        """The arch suffixes the artifacts tree has per-arch directories for (None: no
+        tree); a target an owner lists (gfx1250, gfx1250-strict) by its own name."""
         if self.artifacts is None:
             return None
         suffixes = set()
         for target in self.artifacts.targets():
+            if target in OWNER_OF:
+                suffixes.add(target)  # gfx1250-strict's own artifacts, see _targets
+                continue
             try:
                 suffixes.add(arch_suffix(target))
             except InvalidName:
@@ -234,7 +262,7 @@ class _Planner:
             return False, ()
         if spec.metapackage or self.artifacts is None:
             return True, self.arches
-        have = self.artifacts.arch_suffixes(spec)
+        have = self.artifacts.arch_suffixes(spec, self.targets)
         if not have:
             self.warn(
                 WarningRule.MISSING_ARCH,
@@ -364,7 +392,9 @@ class _Planner:
         """host + one device per arch + per-package meta + non-versioned (N+3)."""
         base = spec.name
         host = Ref(Shape.HOST, base)
-        yield self._package(spec, host, Kind.HOST, None, True, RuleName.HOST)
+        yield from self._with_debug(
+            spec, self._package(spec, host, Kind.HOST, None, True, RuleName.HOST)
+        )
         devices = [Ref(Shape.VERSIONED, base, arch) for arch in self.device_arches[base]]
         for ref in devices:
             own_host = [(host, Reason.OWN_HOST)]
@@ -399,7 +429,10 @@ class _Planner:
                 RuleName.DEVEL if spec.is_devel else RuleName.VERSIONED,
                 True,
             )
-        yield self._package(spec, versioned, kind, None, has_files, rule, self._runtime_meta(spec))
+        yield from self._with_debug(
+            spec,
+            self._package(spec, versioned, kind, None, has_files, rule, self._runtime_meta(spec)),
+        )
         yield self._non_versioned(spec, Ref(Shape.NON_VERSIONED, spec.name), versioned)
 
     def _single_arch_family(self, spec: PackageSpec) -> Iterator[PlannedPackage]:
@@ -407,16 +440,44 @@ class _Planner:
         arch = self.arches[0] if self.gfxarch[spec.name] else None
         versioned = Ref(Shape.VERSIONED, spec.name, arch)
         kind = Kind.VERSIONED_META if spec.metapackage else Kind.VERSIONED
-        yield self._package(
+        yield from self._with_debug(
             spec,
-            versioned,
-            kind,
-            arch,
-            not spec.metapackage,
-            RuleName.SINGLE_ARCH,
-            self._runtime_meta(spec),
+            self._package(
+                spec,
+                versioned,
+                kind,
+                arch,
+                not spec.metapackage,
+                RuleName.SINGLE_ARCH,
+                self._runtime_meta(spec),
+            ),
         )
         yield self._non_versioned(spec, Ref(Shape.NON_VERSIONED, spec.name, arch), versioned)
+
+    def _with_debug(self, spec: PackageSpec, owner: PlannedPackage) -> Iterator[PlannedPackage]:
+        """``owner`` (the package of the base's host files) and its debug package, when
+        the base has one (plan/debug.py); what is left out is said."""
+        yield owner
+        if spec.metapackage:
+            return
+        if self.artifacts is not None and self.options.mode is Mode.KPACK:
+            unused = debug.per_arch_debug_directories(spec, self.artifacts)
+            if unused:
+                self.note(
+                    Severity.INFO,
+                    f"{spec.name}: {', '.join(unused)} not packaged: debug symbols are "
+                    "packaged per host package, from the generic dbg directories, never "
+                    "per arch",
+                    [spec.name],
+                )
+        if spec.disable_debug_package and debug.lists_debug_component(spec):
+            self.note(
+                Severity.INFO,
+                f"{spec.name}: Disable_Debug_Package is set: its dbg component is not packaged",
+                [spec.name],
+            )
+        if debug.wants_debug_package(spec, self.artifacts):
+            yield debug.debug_package(owner, self.version)
 
     def _runtime_meta(
         self, spec: PackageSpec, arch_meta: Ref | None = None

@@ -42,6 +42,8 @@ def plan_as_dict(
         "mode": str(plan.mode),
         "targets": list(plan.targets),
         "arches": list(plan.arches),
+        # Each arch and the targets its packages carry (gfx1250: gfx1250, gfx1250-strict).
+        "owners": {arch: list(targets) for arch, targets in plan.owners.items()},
         "prefix": plan.prefix,
         "variant": plan.variant,
         "pin_policy": str(plan.pin_policy),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from gfxpack.formats.debug_symbols import DEBUG_COMPONENT, DEBUG_ROOT
 from gfxpack.formats.package_format import DEB, PackageFormat
 from gfxpack.formats.payload import install_path
 from gfxpack.plan.model import Kind, PlannedPackage, ReleasePlan, Req
@@ -104,6 +105,7 @@ def _annotations(plan: ReleasePlan, package: PlannedPackage) -> list[str]:
     described = {
         Kind.HOST: "libraries, docs",
         Kind.DEVICE: f"{package.arch} kpack files",
+        Kind.DEBUG: "debug symbols",
     }.get(package.kind, "actual package content")
     return [f"[Files: {described}]", *_sources(plan, package)]
 
@@ -114,17 +116,27 @@ def _sources(plan: ReleasePlan, package: PlannedPackage) -> list[str]:
     if spec is None:
         return []
     suffix = package.arch or "generic"
+    debug = package.kind is Kind.DEBUG
     found = []
     for source in spec.artifactory:
         if package.kind is Kind.DEVICE and not source.gfxarch:
             continue  # host-only content (Artifact_Gfxarch False)
-        components = sorted({c for subdir in source.subdirs for c in subdir.components})
+        # The dbg component goes to the debug package alone (plan/debug.py).
+        components = sorted(
+            {
+                c
+                for subdir in source.subdirs
+                for c in subdir.components
+                if (c == DEBUG_COMPONENT) == debug
+            }
+        )
         target = suffix if source.gfxarch else "generic"
         if components:
             listed = components[0] if len(components) == 1 else "{" + ",".join(components) + "}"
             found.append(f"{source.artifact}_{listed}_{target}")
     # install_path: the prefix / gives "into /", not "into //".
-    return [f"from {', '.join(found)} into {install_path(plan.prefix, '')}"] if found else []
+    into = install_path(DEBUG_ROOT if debug else plan.prefix, "")
+    return [f"from {', '.join(found)} into {into}"] if found else []
 
 
 # --- table ---------------------------------------------------------------------
