@@ -31,7 +31,7 @@ from gfxpack import text_fields
 from gfxpack.errors import GfxpackError
 from gfxpack.formats.package_format import FORMATS, PackageFormat
 from gfxpack.formats.triggers import deb_trigger_problem, rpm_trigger_problem
-from gfxpack.regular_files import open_regular
+from gfxpack.regular_files import UnreadableFile, read_small_text
 from gfxpack.relations import InvalidRelation, Relation
 from gfxpack.text_fields import (
     ARTIFACT_NAME,
@@ -282,23 +282,9 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     """Read and validate a package.json file."""
     path = Path(path)
     try:
-        # A FIFO or device is refused, not opened: reading one could block or never end.
-        with os.fdopen(open_regular(path), "rb") as file:
-            data = file.read(MAX_SIZE + 1)
-    except FileNotFoundError:
-        raise InvalidConfig(str(path), [("", "file not found")]) from None
-    except OSError as e:
-        raise InvalidConfig(str(path), [("", f"cannot read file: {e.strerror}")]) from None
-    if len(data) > MAX_SIZE:
-        raise InvalidConfig(
-            str(path), [("", f"a package list of at most {MAX_SIZE >> 20} MiB is expected")]
-        )
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InvalidConfig(
-            str(path), [("", f"cannot read file: not UTF-8 text (byte {e.start})")]
-        ) from None
+        text = read_small_text(path, MAX_SIZE, "package list")
+    except UnreadableFile as e:
+        raise InvalidConfig(str(path), [("", e.problem)]) from None
     return parse_config(text, str(path))
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from gfxpack import views
 from gfxpack.formats import DEB, RPM
-from gfxpack.plan import Kind
+from gfxpack.plan import Kind, plan
+from tests.plan.test_debug import specs as debug_specs
 from tests.views.helpers import ORDER, plan_cli, positions
 
 
@@ -51,3 +52,12 @@ def test_plan_text_lists_targets_in_processor_order():
     table = plan_cli("--format", "table", "--package", "amdrocm-core")
     rows = positions(table, "| `amdrocm-core8.2-{}`")
     assert rows == sorted(rows)
+
+
+def test_the_dbg_component_is_drawn_into_the_debug_package_alone():
+    release = plan(debug_specs(), ["gfx942"], "8.2.0")
+    host = views.tree(release, "amdrocm-blas-host8.2")
+    assert "from blas_lib_generic into /opt/rocm/core-8.2/" in host
+    debug = views.tree(release, "amdrocm-blas-host8.2-dbgsym")
+    assert "[Files: debug symbols]" in debug
+    assert "from blas_dbg_generic into /usr/lib/debug/" in debug

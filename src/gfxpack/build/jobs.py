@@ -22,8 +22,9 @@ from gfxpack.alternatives import scripts_for, triggers_for
 from gfxpack.build.options import BuildOptions
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import PackageFormat, PackageInfo
+from gfxpack.formats.debug_symbols import debug_info
 from gfxpack.formats.payload import Entry, installed_size
-from gfxpack.plan import PlannedPackage, ReleasePlan
+from gfxpack.plan import Kind, PlannedPackage, ReleasePlan
 
 
 class BuildError(GfxpackError):
@@ -63,11 +64,11 @@ def package_info(
     """Everything one format needs for one package, in that format's spelling."""
     spec = plan.specs[package.base]
     relations = package.relations(fmt)
-    rendered = {
-        name: tuple(fmt.render(dep) for dep in getattr(relations, name))
-        for name in ("depends", "recommends", "suggests", "provides", "conflicts", "replaces")
-    }
-    return PackageInfo(
+
+    def rendered(name: str) -> tuple[str, ...]:
+        return tuple(fmt.render(dep) for dep in getattr(relations, name))
+
+    info = PackageInfo(
         name=relations.name,
         version=plan.rocm_version,
         release=plan.release,
@@ -88,8 +89,16 @@ def package_info(
         mtime=options.epoch,
         compression=options.compression,
         changelog=options.changelog,
-        **rendered,
+        depends=rendered("depends"),
+        recommends=rendered("recommends"),
+        suggests=rendered("suggests"),
+        provides=rendered("provides"),
+        conflicts=rendered("conflicts"),
+        replaces=rendered("replaces"),
     )
+    if package.kind is Kind.DEBUG:
+        return debug_info(info, relations.depends[0][0].name, fmt.name)
+    return info
 
 
 def make_jobs(

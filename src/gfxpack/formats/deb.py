@@ -52,6 +52,7 @@ def control_text(info: PackageInfo) -> str:
         ("Section", info.section),
         ("Priority", info.priority),
         ("Homepage", info.homepage),
+        *info.control_fields,
     ]
     lines = [f"{name}: {_one_line(value)}" for name, value in fields if value]
     lines.append(f"Description: {_one_line(info.summary or info.name)}")

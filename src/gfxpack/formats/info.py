@@ -37,6 +37,9 @@ class PackageInfo:
     # File triggers: DEB, the lines of the triggers control member; RPM, the path
     # prefixes of the %transfiletriggerin scriptlet (scripts["transfiletriggerin"]).
     triggers: tuple[str, ...] = ()
+    # DEB: further control fields, in order (a debug package's Auto-Built-Package and
+    # Build-Ids, formats/debug_symbols.py); RPM has no such fields.
+    control_fields: tuple[tuple[str, str], ...] = ()
     mtime: int = 0  # SOURCE_DATE_EPOCH
     compression: Compression = field(default_factory=Compression)
     # RPM %changelog entries (time, author and version, text), newest first; empty: one

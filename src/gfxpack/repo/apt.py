@@ -4,6 +4,8 @@
     dists/<suite>/Release, InRelease, Release.gpg (signed with --sign-key)
     dists/<suite>/main/binary-<arch>/Packages, Packages.gz
     dists/<suite>/main/Contents-<arch>.gz
+    dists/<suite>/main/debug/...: the same of debug-symbol packages (-dbgsym), once
+        there are any; a sources entry of "main" never reads them
     dists/<suite>/**/by-hash/SHA256/<sha256>: every index again under its digest
         (Acquire-By-Hash), those of the last --keep-generations publishes kept
 
@@ -28,6 +30,7 @@ from typing import Any
 
 from gfxpack._io import file_digests
 from gfxpack.formats import DEB
+from gfxpack.formats.debug_symbols import AUTO_BUILT
 from gfxpack.repo.debfile import InvalidDeb, parse_stanzas, read_deb
 from gfxpack.repo.inputs import RepoError
 from gfxpack.repo.names import COMPONENT, SUITE, check_suite
@@ -48,7 +51,20 @@ BY_HASH = "by-hash/SHA256"
 ALGORITHMS = ("sha256",)
 TOP_FILES = ("Release", "InRelease", "Release.gpg")
 
-__all__ = ["COMPONENT", "SUITE", "AptIndexes", "RepoError", "check_suite", "compose"]
+# Where debug-symbol packages are published (dists/<suite>/main/debug/binary-<arch>),
+# and the prefix of their index pieces' names.
+DEBUG_COMPONENT = f"{COMPONENT}/debug"
+_DEBUG = "Debug"
+
+__all__ = [
+    "COMPONENT",
+    "DEBUG_COMPONENT",
+    "SUITE",
+    "AptIndexes",
+    "RepoError",
+    "check_suite",
+    "compose",
+]
 
 
 # --- one package ------------------------------------------------------------------------
@@ -73,25 +89,34 @@ def read_package(path: Path, name: str, size: int, sha256: str) -> PackageEntry:
     return PackageEntry(name, DEB.name, size, sha256, ident, stanza["Architecture"], entry)
 
 
+def is_debug(stanza: dict[str, str]) -> bool:
+    """Whether a stanza is a debug-symbol package's (dh_strip's and gfxpack's mark,
+    formats/debug_symbols.py): it is published in main/debug, not main."""
+    name, value = AUTO_BUILT
+    return stanza.get(name) == value
+
+
 def pieces(entries: Sequence[PackageEntry]) -> dict[str, Piece]:
     """The pieces ``entries`` add to the indexes: ``Packages/<arch>`` (their stanzas)
-    and ``Contents/<arch>`` (their paths) for each architecture they have."""
-    by_arch: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    and ``Contents/<arch>`` (their paths) for each architecture they have; those of
+    debug-symbol packages as ``DebugPackages/<arch>`` and ``DebugContents/<arch>``."""
+    by_arch: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for package in entries:
-        by_arch[package.arch].append(package.entry)
+        kind = _DEBUG if is_debug(package.entry["stanza"]) else ""
+        by_arch[kind, package.arch].append(package.entry)
     made = {}
-    for arch, members in sorted(by_arch.items()):
+    for (kind, arch), members in sorted(by_arch.items()):
         members.sort(key=lambda e: (e["stanza"]["Package"], e["stanza"]["Version"]))
         # Each stanza ends with a blank line, so pieces concatenate into one Packages.
         text = "".join(_stanza_text(e["stanza"]) + "\n" for e in members)
-        made[f"Packages/{arch}"] = piece(text.encode())
+        made[f"{kind}Packages/{arch}"] = piece(text.encode())
         contents = sorted(
             (path, f"{e['stanza'].get('Section', 'misc')}/{e['stanza']['Package']}")
             for e in members
             for path in e["paths"]
         )
         lines = "".join(f"{path:<60} {owner}\n" for path, owner in contents)
-        made[f"Contents/{arch}"] = piece(lines.encode())
+        made[f"{kind}Contents/{arch}"] = piece(lines.encode())
     return made
 
 
@@ -157,7 +182,10 @@ class AptIndexes:
         return stale(self.dist, _by_hash_files(self.dist), kept)
 
     def summary(self) -> dict[str, Any]:
-        return {"suite": self.suite, "signed": bool(self.signatures)}
+        debug = any(name.startswith(f"{DEBUG_COMPONENT}/") for name, _ in self.files)
+        return {"suite": self.suite, "signed": bool(self.signatures)} | (
+            {"debug": DEBUG_COMPONENT} if debug else {}
+        )
 
 
 def compose(state: State, root: Path, options: PublishOptions, work: Path) -> AptIndexes:
@@ -170,25 +198,16 @@ def compose(state: State, root: Path, options: PublishOptions, work: Path) -> Ap
     # and, when there are others, in binary-all too: the Release lists "all" then.
     if "all" in found:
         arches.append("all")
+    # Debug-symbol packages go to main/debug, which a sources entry of "main" never
+    # reads (Debian's debug archive is apart the same way); it exists only when some.
+    components = [(COMPONENT, "")]
+    if any(part.startswith(_DEBUG) for part in parts):
+        components.append((DEBUG_COMPONENT, _DEBUG))
     segments = state.segments(DEB.name)
     files: list[tuple[str, Written]] = []
-    for number, arch in enumerate(arches):
-        wanted = [arch] if arch == "all" else [arch, "all"]
-        base = f"{COMPONENT}/binary-{arch}/Packages"
-        plain = IndexWriter(work / f"Packages-{number}", ALGORITHMS, packed=False)
-        packed = IndexWriter(work / f"Packages-{number}.gz", ALGORITHMS, packed=True)
-        contents = IndexWriter(work / f"Contents-{number}.gz", ALGORITHMS, packed=True)
-        for segment in segments:
-            for part in state.pieces(segment, [f"Packages/{a}" for a in wanted]):
-                plain.add(part)
-                packed.add(part)
-            for part in state.pieces(segment, [f"Contents/{a}" for a in wanted]):
-                contents.add(part)
-        files += [
-            (base, plain.close()),
-            (base + ".gz", packed.close()),
-            (f"{COMPONENT}/Contents-{arch}.gz", contents.close()),
-        ]
+    for component, kind in components:
+        for arch in arches:
+            files += _component_indexes(state, segments, work, component, kind, arch)
     fields = {
         "Origin": options.names.origin,
         "Label": options.names.label,
@@ -199,7 +218,7 @@ def compose(state: State, root: Path, options: PublishOptions, work: Path) -> Ap
     if options.names.valid_for_days is not None:
         until = options.epoch + options.names.valid_for_days * 86400
         fields["Valid-Until"] = formatdate(until, usegmt=True)
-    release = _release(fields, arches, files).encode()
+    release = _release(fields, arches, [c for c, _ in components], files).encode()
     signatures = {}
     if options.sign_key:
         key, home = options.sign_key, options.gnupghome
@@ -210,12 +229,41 @@ def compose(state: State, root: Path, options: PublishOptions, work: Path) -> Ap
     return AptIndexes(root, options.suite, work, files, release, signatures)
 
 
-def _release(fields: dict[str, str], arches: list[str], files: list[tuple[str, Written]]) -> str:
+def _component_indexes(
+    state: State, segments: list[int], work: Path, component: str, kind: str, arch: str
+) -> list[tuple[str, Written]]:
+    """Packages, Packages.gz and Contents-<arch>.gz of one component and architecture
+    (``kind``: the prefix of its pieces' names), written under ``work``."""
+    wanted = [arch] if arch == "all" else [arch, "all"]
+    base = f"{component}/binary-{arch}/Packages"
+    number = f"{kind}{arch}"
+    plain = IndexWriter(work / f"Packages-{number}", ALGORITHMS, packed=False)
+    packed = IndexWriter(work / f"Packages-{number}.gz", ALGORITHMS, packed=True)
+    contents = IndexWriter(work / f"Contents-{number}.gz", ALGORITHMS, packed=True)
+    for segment in segments:
+        for part in state.pieces(segment, [f"{kind}Packages/{a}" for a in wanted]):
+            plain.add(part)
+            packed.add(part)
+        for part in state.pieces(segment, [f"{kind}Contents/{a}" for a in wanted]):
+            contents.add(part)
+    return [
+        (base, plain.close()),
+        (base + ".gz", packed.close()),
+        (f"{component}/Contents-{arch}.gz", contents.close()),
+    ]
+
+
+def _release(
+    fields: dict[str, str],
+    arches: list[str],
+    components: list[str],
+    files: list[tuple[str, Written]],
+) -> str:
     """The Release of ``files``: ``fields`` (Origin to Valid-Until) first."""
     lines = [f"{name}: {value}" for name, value in fields.items()]
     lines += [
         f"Architectures: {' '.join(arches)}",
-        f"Components: {COMPONENT}",
+        f"Components: {' '.join(components)}",
         "Description: ROCm packages published by gfxpack",
         # Every index is also at by-hash/SHA256/<digest> beside it (apt >= 1.1 fetches
         # it there, so an update never mixes two publishes' files).

@@ -4,6 +4,9 @@
     repodata/repomd.xml, repomd.xml.asc (signed with --sign-key) and repomd.xml.key
              (the signing key, armored), <sha256>-primary.xml.gz, -filelists.xml.gz,
              -other.xml.gz
+    debug/repodata/...  the -debuginfo repository (formats/debug_symbols.py), once
+             there are debug-symbol packages: its own repomd.xml, signed alike,
+             locating its packages in the one pool (../Packages/<file>.rpm)
 
 Each .rpm is read once, by createrepo_c, when it is added: its primary, filelists and
 other XML snippets are kept in the repository's record (repo/state.py) as pieces, so a
@@ -20,6 +23,7 @@ given (zypper offers to import it; ``--gpg-auto-import-keys`` accepts it).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +33,7 @@ from typing import Any
 import createrepo_c as cr
 
 from gfxpack.formats import RPM
+from gfxpack.formats.debug_symbols import SUFFIXES
 from gfxpack.repo.inputs import RepoError
 from gfxpack.repo.options import PublishOptions
 from gfxpack.repo.pieces import IndexWriter, Written, piece
@@ -51,6 +56,14 @@ _HEADERS = {
     "other": f'<otherdata {_XMLNS}/other"',
 }
 _FOOTERS = {"primary": "</metadata>", "filelists": "</filelists>", "other": "</otherdata>"}
+
+
+# The debuginfo repository: <rpm>/debug/repodata, its packages in the one pool.
+DEBUG_DIR = "debug"
+_DEBUG_DIR_PREFIX = f"{DEBUG_DIR}/"
+_DEBUG_PARTS = "debug/"  # the prefix of its index pieces' names
+_NAME = re.compile(r"<name>([^<]*)</name>")
+_PACKAGE = b'<package type="rpm"'
 
 
 def _header(kind: str, count: int) -> bytes:
@@ -77,10 +90,32 @@ def read_package(path: Path, name: str, size: int, sha256: str) -> PackageEntry:
     return PackageEntry(name, RPM.name, size, sha256, nevra, str(package.arch), entry)
 
 
+def is_debug(entry: PackageEntry) -> bool:
+    """Whether the package is a debug-symbol package (Fedora's ``-debuginfo`` name,
+    formats/debug_symbols.py): it is published in the debuginfo repository."""
+    found = _NAME.search(str(entry.entry["primary"]))
+    return found is not None and found[1].endswith(SUFFIXES[RPM.name])
+
+
 def pieces(entries: Sequence[PackageEntry]) -> dict[str, Piece]:
-    """The pieces ``entries`` add to primary, filelists and other, by file name."""
+    """The pieces ``entries`` add to primary, filelists and other, by file name; those
+    of debug-symbol packages as ``debug/primary`` (...), located from the debuginfo
+    repository at ``debug/`` (``../Packages/<file>``: one pool serves both)."""
     ordered = sorted(entries, key=lambda e: e.name)
-    return {kind: piece("".join(str(e.entry[kind]) for e in ordered).encode()) for kind in KINDS}
+    main = [e for e in ordered if not is_debug(e)]
+    made = {kind: piece("".join(str(e.entry[kind]) for e in main).encode()) for kind in KINDS}
+    debug = [e for e in ordered if is_debug(e)]
+    if debug:
+        for kind in KINDS:
+            text = "".join(_from_debug_repository(str(e.entry[kind]), e.name) for e in debug)
+            made[f"{_DEBUG_PARTS}{kind}"] = piece(text.encode())
+    return made
+
+
+def _from_debug_repository(snippet: str, name: str) -> str:
+    """A primary snippet's location as seen from the debuginfo repository."""
+    here = f'<location href="Packages/{name}"/>'
+    return snippet.replace(here, f'<location href="../Packages/{name}"/>', 1)
 
 
 # --- the indexes ------------------------------------------------------------------------
@@ -138,10 +173,64 @@ class RpmIndexes:
         return {"signed": self.signature is not None}
 
 
-def compose(state: State, root: Path, options: PublishOptions, work: Path) -> RpmIndexes:
+@dataclass
+class WithDebugRepository:
+    """The repository's indexes and those of its debuginfo repository at ``debug/``,
+    published as one: their files' names are those of ``main`` and ``debug/`` + those
+    of ``debug``."""
+
+    main: RpmIndexes
+    debug: RpmIndexes
+
+    @property
+    def paths(self) -> list[str]:
+        return sorted([*self.main.paths, *(_DEBUG_DIR_PREFIX + p for p in self.debug.paths)])
+
+    def on_disk(self) -> list[str]:
+        return [*self.main.on_disk(), *(_DEBUG_DIR_PREFIX + p for p in self.debug.on_disk())]
+
+    def commit(self) -> None:
+        self.debug.commit()
+        self.main.commit()
+
+    def stale(self, kept: Sequence[tuple[int, list[str]]]) -> list[Path]:
+        start = len(_DEBUG_DIR_PREFIX)
+        debug_kept = [
+            (number, [p[start:] for p in paths if p.startswith(_DEBUG_DIR_PREFIX)])
+            for number, paths in kept
+        ]
+        return [*self.main.stale(kept), *self.debug.stale(debug_kept)]
+
+    def summary(self) -> dict[str, Any]:
+        return {**self.main.summary(), "debug": DEBUG_DIR}
+
+
+def compose(
+    state: State, root: Path, options: PublishOptions, work: Path
+) -> RpmIndexes | WithDebugRepository:
     """primary, filelists and other of every live .rpm in ``state`` and their repomd.xml
-    (signed with ``options.sign_key``), under ``work``."""
-    count = state.live_count(RPM.name)
+    (signed with ``options.sign_key``), under ``work``; those of the debug-symbol
+    packages in a repository of their own at ``debug/`` (Fedora's ``-debuginfo``
+    repositories: a .repo of the repository never installs them), once there are any."""
+    segments = state.segments(RPM.name)
+    debug_count = sum(
+        part.plain.count(_PACKAGE)
+        for segment in segments
+        for part in state.pieces(segment, [f"{_DEBUG_PARTS}primary"])
+    )
+    main = _compose(state, root, options, work, "", state.live_count(RPM.name) - debug_count)
+    if not debug_count and not (root / DEBUG_DIR / "repodata" / REPOMD).is_file():
+        return main
+    (work / DEBUG_DIR).mkdir()
+    debug_root, debug_work = root / DEBUG_DIR, work / DEBUG_DIR
+    debug = _compose(state, debug_root, options, debug_work, _DEBUG_PARTS, debug_count)
+    return WithDebugRepository(main, debug)
+
+
+def _compose(
+    state: State, root: Path, options: PublishOptions, work: Path, parts: str, count: int
+) -> RpmIndexes:
+    """The repodata of the ``count`` packages whose pieces are named ``parts`` + kind."""
     segments = state.segments(RPM.name)
     repomd = cr.Repomd()
     repomd.set_revision(str(options.epoch))
@@ -150,7 +239,7 @@ def compose(state: State, root: Path, options: PublishOptions, work: Path) -> Rp
         writer = IndexWriter(work / f"{kind}.xml.gz", ("sha256",), packed=True)
         writer.add_text(_header(kind, count))
         for segment in segments:
-            for part in state.pieces(segment, [kind]):
+            for part in state.pieces(segment, [parts + kind]):
                 writer.add(part)
         writer.add_text(_FOOTERS[kind].encode())
         written = writer.close()
