@@ -25,6 +25,8 @@ from gfxpack.cli.descriptors_cmd import descriptors_group
 from gfxpack.cli.lazy import LazyGroup
 from tests.conftest import EXAMPLE_CONFIG
 
+pytestmark = pytest.mark.slow  # make check skips it: a fresh interpreter started per subcommand
+
 # Libraries that take long to import, and which commands use each when they run.
 HEAVY = ("jsonschema", "solv", "createrepo_c", "rich", "zstandard", "jinja2", "msgpack")
 KPACK = {"msgpack", "zstandard"}  # .kpack archives: msgpack tables, zstd frames
@@ -37,6 +39,7 @@ USES: dict[str, set[str]] = {
     "descriptors pack": KPACK,
     "detect": set(),
     "diff": {"solv", "zstandard"},  # repositories are read with libsolv, .debs with zstd
+    "image": {"solv", "zstandard", "createrepo_c"},  # reads the repository as verify
     "index": set(),  # packaging only
     "init": set(),
     "join": {"rich", *KPACK},
@@ -48,6 +51,7 @@ USES: dict[str, set[str]] = {
     "kpack verify": KPACK,
     "merge": set(),
     "plan": {"rich"},  # for the summary only (its JSON and trees do not: see below)
+    "probe": KPACK,  # split binaries' references and archives
     "repo": {"createrepo_c", "zstandard"},
     "report": {"jinja2"},
     "sign": set(),
@@ -182,6 +186,7 @@ def run_args(command: str, tmp: Path) -> list[str]:
                              "--code-objects", missing, "--out", out],
         "detect": ["--sysfs", empty],
         "diff": [missing, missing],
+        "image": ["--repo", missing, "--base", missing, "--out", out, "x"],
         "index": ["--wheels", missing, "--out", out],
         "init": ["--artifacts", missing, "--out", out],
         "join": [empty, "--out", out],
@@ -193,6 +198,7 @@ def run_args(command: str, tmp: Path) -> list[str]:
         "kpack verify": [missing],
         "merge": [missing, "--out", out],
         "plan": ["--config", str(EXAMPLE_CONFIG), "--target", "gfx942", *release, "-q"],
+        "probe": ["--root", missing, "--device", "gfx942"],
         "repo": ["--in", missing, "--out", out],
         "report": ["--build", missing, "--json"],
         "sign": [missing, "--key", "nobody"],

@@ -4,7 +4,9 @@ Every command is a library call tests can make without a subprocess; these
 modules only translate arguments, print results and pick exit codes. A
 GfxpackError prints as ``error: ...`` lines on stderr with exit status 1; any
 other exception is a bug, printed as one line asking for a report (``--debug``
-shows its traceback).
+shows its traceback). A usage error is one ``error:`` line, exit status 2; with
+``--json`` any error is one JSON object on stdout instead
+(:mod:`gfxpack.cli.error_output`).
 
 Commands are imported only when they run (:mod:`gfxpack.cli.lazy`): this module
 and what it imports need nothing but click, so ``--version``, ``--help`` and
@@ -19,7 +21,8 @@ import click
 
 from gfxpack import __version__
 from gfxpack.cli.debug import DEBUG, report_bug
-from gfxpack.cli.lazy import LazyGroup, Subcommand
+from gfxpack.cli.error_output import ReportingGroup
+from gfxpack.cli.lazy import Subcommand
 
 # name: where the command lives, and its one-line help (checked against the command's).
 COMMANDS = {
@@ -45,6 +48,10 @@ COMMANDS = {
         "added, removed and changed (by digest) in each package, files moved between "
         "packages, and sizes per package and per GPU arch.",
     ),
+    "image": Subcommand(
+        "gfxpack.cli.image_cmd:image_command",
+        "Build an OCI container image per GPU arch from a repository and a base image.",
+    ),
     "index": Subcommand(
         "gfxpack.cli.index_cmd:index_command",
         "Write a static Python package index (PEP 503 and PEP 691) of the wheels in a directory.",
@@ -68,6 +75,10 @@ COMMANDS = {
     "plan": Subcommand(
         "gfxpack.cli.plan_cmd:plan_command",
         "Plan every package of a release: names, kinds and dependencies.",
+    ),
+    "probe": Subcommand(
+        "gfxpack.cli.probe_cmd:probe_command",
+        "Check that each library of an installed root finds its GPU code for a device.",
     ),
     "repo": Subcommand(
         "gfxpack.cli.repo_cmd:repo_command",
@@ -105,7 +116,7 @@ COMMANDS = {
 
 
 @click.group(
-    cls=LazyGroup,
+    cls=ReportingGroup,
     subcommands=COMMANDS,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
@@ -117,7 +128,13 @@ COMMANDS = {
 )
 @click.pass_context
 def cli(context: click.Context, debug: bool) -> None:
-    """Plan, build and verify per-GPU-architecture Linux packages for ROCm-style builds."""
+    """Plan, build and verify per-GPU-architecture Linux packages for ROCm-style builds.
+
+    A failure prints 'error:' lines on stderr and exits 1; a usage error is one
+    such line naming the option, exit 2. With --json, a command prints its error
+    instead as one JSON object on stdout: {"error": message, "reason": why,
+    "option": the option or null}.
+    """
     context.meta[DEBUG] = debug
 
 

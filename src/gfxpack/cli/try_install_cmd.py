@@ -3,16 +3,23 @@ real client, and report what was installed."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
+import sys
+import tempfile
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from gfxpack.cli.common import reports_errors, split_list
+from gfxpack.cli.common import reports_errors, split_list, terminal_line
+from gfxpack.errors import GfxpackError
 
 if TYPE_CHECKING:
+    from gfxpack.probe import ProbeReport
     from gfxpack.trial import ForeignFile, Trial
 
 # gfxpack.trial.CLIENTS, spelled here so that declaring the command imports click alone.
@@ -62,6 +69,13 @@ CLIENT_NAMES = ("apt", "dnf", "zypper")
     help="Run none of the packages' scriptlets (dnf only), so that the install needs "
     "no sandbox: for a machine whose kernel cannot make one.",
 )
+@click.option(
+    "--probe",
+    "probe",
+    is_flag=True,
+    help="Then run 'gfxpack probe' on the root for the install's archs (--arch): every "
+    "library must find its device code and kernel data; exit 1 when one does not.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @reports_errors
 def try_install_command(
@@ -74,6 +88,7 @@ def try_install_command(
     system: Path | None,
     suite: str | None,
     no_scripts: bool,
+    probe: bool,
     as_json: bool,
 ) -> None:
     """Install PACKAGES from a repository into a throwaway root and report what was installed.
@@ -113,22 +128,107 @@ def try_install_command(
     it. The exit status is 1 when the install fails or anything of another arch
     was installed.
 
+    With --probe, the installed root is then probed for the install's archs, as
+    'gfxpack probe --root ROOT --device ARCH' does (see its help): the gate "this
+    install works on gfx942".
+
     \b
       gfxpack try-install --repo build/repo amdrocm-core8.2-gfx942
       gfxpack try-install --repo build/repo --client apt --root /tmp/r --json \\
           amdrocm-core8.2-gfx942
+      gfxpack try-install --repo build/repo --probe amdrocm-core8.2-gfx942
     """
     from gfxpack import trial as trial_module
 
-    trial = trial_module.try_install(
-        repo, packages, client, root, keep, system, split_list(archs), suite, not no_scripts
-    )
+    trial, report = install_and_probe(
+        repo, packages, client, root, keep, system, split_list(archs), suite, not no_scripts,
+        probe,
+    )  # fmt: skip
+    document = trial.as_dict()
+    if report is not None:
+        document["probe"] = probe_json(report)
     if as_json:
-        click.echo(json.dumps(trial.as_dict(), indent=2))
+        click.echo(json.dumps(document, indent=2))
     else:
         click.echo(text(trial), nl=False)
+        if report is not None:
+            click.echo(probe_text(report), nl=False)
     if not trial.ok:
+        if as_json:  # the report (other_arch) stays the one JSON document on stdout
+            click.echo(f"error: {terminal_line(trial.failure())}", err=True)
+            sys.exit(1)
         raise trial_module.TrialError(trial.failure())
+    if report is not None and not report.ok:
+        if as_json:  # the document says why (probe.error): one JSON document on stdout
+            sys.exit(1)
+        raise GfxpackError(f"probe: {report.error()}")
+
+
+def install_and_probe(
+    repo: Path,
+    packages: Sequence[str],
+    client: str | None,
+    root: Path | None,
+    keep: bool,
+    system: Path | None,
+    archs: list[str],
+    suite: str | None,
+    scripts: bool,
+    probe: bool,
+) -> tuple[Trial, ProbeReport | None]:
+    """try-install, then (with ``probe``, when the install succeeded) its root probed for
+    the install's archs before a temporary root is removed."""
+    from gfxpack import trial as trial_module
+
+    with _probed_root(root, keep, probe) as (install_root, keep_it, scratch):
+        trial = trial_module.try_install(
+            repo, packages, client, install_root, keep_it, system, archs, suite, scripts
+        )
+        report = _probe(trial) if probe and trial.ok else None
+    if scratch:  # probe's own temporary root, gone now as try-install's would be
+        trial = dataclasses.replace(trial, kept=False)
+    return trial, report
+
+
+def probe_json(report: ProbeReport) -> dict[str, Any]:
+    from gfxpack.probe import RULES
+
+    return {
+        "ok": report.ok,
+        "error": report.error(),
+        "findings": [f.as_json(RULES[f.family]) for f in report.findings],
+    }
+
+
+def probe_text(report: ProbeReport) -> str:
+    lines = [f"probe: {finding.line()}" for finding in report.findings]
+    lines.append(f"probe: {report.summary()}")
+    return "".join(terminal_line(line) + "\n" for line in lines)
+
+
+@contextlib.contextmanager
+def _probed_root(
+    root: Path | None, keep: bool, probe: bool
+) -> Iterator[tuple[Path | None, bool, bool]]:
+    """(root, keep, whether it is this command's scratch): with --probe and no --root, a
+    temporary root this command removes after probing it (try-install would remove its
+    own before probe reads it)."""
+    if not probe or root is not None or keep:
+        yield root, keep, False
+        return
+    with tempfile.TemporaryDirectory(prefix="gfxpack-probe-") as scratch:
+        yield Path(scratch) / "root", True, True
+
+
+def _probe(trial: Trial) -> ProbeReport:
+    """The install's root probed for its archs; one error when it has none."""
+    from gfxpack.probe import ProbeError, probe_root
+
+    if not trial.archs:
+        raise ProbeError(
+            "--probe: no arch to probe for (no package named has an arch suffix; give --arch)"
+        )
+    return probe_root(trial.root, trial.archs)
 
 
 def text(trial: Trial) -> str:

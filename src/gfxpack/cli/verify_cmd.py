@@ -24,6 +24,7 @@ from gfxpack.cli.common import (
 if TYPE_CHECKING:
     from gfxpack import verify as verify_module
     from gfxpack.formats import PackageFormat
+    from gfxpack.probe import ProbeReport
 
 # How many violations the text report spells out per format (--json has all).
 SHOWN = 20
@@ -101,6 +102,14 @@ SHOWN = 20
     help="Warn when the apt Release's Valid-Until is less than DAYS away, or past (apt "
     "then refuses the repository): time to publish or run gfxpack stream refresh.",
 )
+@click.option(
+    "--root-probe",
+    "root_probe",
+    is_flag=True,
+    help="With --install: then install the packages into a throwaway root with the real "
+    "client, as try-install does, and probe it for the install's archs, as gfxpack probe "
+    "does: every library must find its device code and kernel data there.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Print one summary line.")
 @strict_option
@@ -117,6 +126,7 @@ def verify_command(
     judge_all: bool,
     waivers: str | None,
     expires_within: int | None,
+    root_probe: bool,
     as_json: bool,
     quiet: bool,
     strict: bool,
@@ -146,6 +156,13 @@ def verify_command(
     --keyring, their signatures and every RPM's too, and the keys that made
     them (one current apt or dnf rejects is an error); with --deep, every
     package file. Any mismatch is an error.
+
+    With --root-probe, the --install packages are then installed into a
+    throwaway root by the format's client (apt for --format deb, dnf for rpm,
+    else try-install's default) and the root probed for their archs (see
+    gfxpack probe): a library that would not find its device code or kernel
+    data fails the run too. --json then prints {"reports": [...],
+    "root_probe": {...}}.
     """
     from gfxpack import verify as verify_module  # libsolv: only when verify runs
     from gfxpack.errors import GfxpackError
@@ -156,6 +173,8 @@ def verify_command(
         # --install "" or "," asks for an install and names none: checking only the
         # repository then would answer a question nobody asked with "ok".
         raise GfxpackError(f"--install {shown(' '.join(names))}: names no package")
+    if root_probe and not install:
+        raise GfxpackError("--root-probe probes the root an install makes: give --install")
     accepted = verify_module.load_waivers(waivers) if waivers else ()
     with _progress(as_json or quiet) as progress:
         reports = verify_module.verify(
@@ -183,16 +202,32 @@ def verify_command(
         f"waiver {w.describe()} matches no finding in {', '.join(fmts)}: remove it, or correct it"
         for w, fmts in stale.items()
     ]
-    if as_json:
+    probed = _root_probe(Path(root), install, fmt, system, suite) if root_probe else None
+    if as_json:  # one JSON document on stdout: the reports, or --strict's error instead
+        report_warnings(warnings, strict and all(r.ok for r in reports), quiet=True)
+    if as_json and probed is not None:
+        from gfxpack.cli.try_install_cmd import probe_json
+
+        document = {"reports": [r.as_dict() for r in reports], "root_probe": probe_json(probed)}
+        click.echo(json.dumps(document, indent=2))
+    elif as_json:
         click.echo(json.dumps([r.as_dict() for r in reports], indent=2))
     elif quiet:
         click.echo(_summary(reports, len(stale), failing_warnings=strict and bool(warnings)))
     else:
         for report in reports:
             _print_report(report)
+    if probed is not None and not as_json:
+        from gfxpack.cli.try_install_cmd import probe_text
+
+        click.echo(probe_text(probed), nl=False)
     # With --strict, what could not be checked, or a stale waiver, fails the run like a
     # violation.
     report_warnings(warnings, strict and all(r.ok for r in reports))
+    if probed is not None and not probed.ok:
+        click.echo(f"error: probe: {terminal_line(probed.error() or '')}", err=True)
+        if all(r.ok for r in reports):
+            sys.exit(1)
     if not all(r.ok for r in reports):
         count = sum(len(r.violations) for r in reports)
         unresolved = [str(r.fmt) for r in reports if r.unresolved]
@@ -206,6 +241,27 @@ def verify_command(
                 err=True,
             )
         sys.exit(1)
+
+
+def _root_probe(
+    repo: Path,
+    install: list[str],
+    fmt: PackageFormat | None,
+    system: str | None,
+    suite: str | None,
+) -> ProbeReport:
+    """The install made in a throwaway root (try-install's), probed for its archs."""
+    from gfxpack.cli.try_install_cmd import install_and_probe
+    from gfxpack.errors import GfxpackError
+
+    client = {"deb": "apt", "rpm": "dnf"}.get(str(fmt)) if fmt is not None else None
+    trial, report = install_and_probe(
+        repo, install, client, None, False, Path(system) if system else None, [], suite,
+        True, True,
+    )  # fmt: skip
+    if not trial.ok or report is None:
+        raise GfxpackError(f"--root-probe: {trial.failure()}")
+    return report
 
 
 @contextlib.contextmanager

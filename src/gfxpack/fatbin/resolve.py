@@ -5,12 +5,16 @@ the ``.rocm_kpack_ref`` MessagePack the wrapper points at, and builds the
 archive list: ``ROCM_KPACK_PATH`` (colon-separated .kpack paths) replaces it
 entirely; otherwise ``ROCM_KPACK_PATH_PREFIX`` comes first, then each embedded
 search path resolved against the binary's directory, ``@GFXARCH@`` expanded
-for each of the device's target ids, most specific first (``gfx90a:xnack-``,
-``gfx90a``, then the family generic). Then, arch by arch in that order, the
-first existing archive that lists the arch is asked for
-``<kernel_name>#<index>``. No archive at all and no archive with the arch are
-distinct errors (the runtime's codes 13 and 14). ``ROCM_KPACK_DISABLE`` turns
-the lookup off.
+for each target id compatible with the device, most specific first
+(``gfx942:sramecc+:xnack-``, ``gfx942:sramecc+``, ``gfx942:xnack-``, ``gfx942``;
+no generic target: ``gfx9-4-generic`` is never tried). Then, target id by target
+id in that order, every existing archive that lists it is asked for
+``<kernel_name>#<index>``, and a miss falls through to the next (an ``xnack±``
+archive holding a few kernels, then the bare one holding the rest). No archive at
+all and no archive with the arch are distinct errors (the runtime's codes 13 and
+14). ``ROCM_KPACK_DISABLE`` turns the lookup off. The rules are the runtime's:
+rocm-systems ``shared/kpack/runtime/src/loader.cpp`` (``kpack_load_code_object``)
+and ``isa_target_match.h``.
 
 Before installing, the host file and its archives are apart: ``gfxpack split``
 writes the host file in ``<name>_generic/...`` and each archive in the sibling
@@ -256,7 +260,7 @@ def each_code_object(
     if environ.get("ROCM_KPACK_DISABLE", "0") not in ("", "0"):
         raise Disabled("kpack loading is turned off by ROCM_KPACK_DISABLE")
     try:
-        arches = TargetId.parse(target).less_specific()
+        arches = TargetId.parse(target).compatible()
     except ValueError as e:
         raise ResolveError(str(e)) from None
     path = Path(binary)
@@ -439,16 +443,13 @@ def _find(
     present: list[str],
     readers: _Readers,
 ) -> tuple[str, str, kpack.Kernel]:
-    """(archive, arch, entry) of ``key``: the first archive listing an arch is the one
-    asked, the most specific arch first."""
+    """(archive, arch, entry) of ``key``: the most specific arch first, every archive
+    listing it in search order; one that lacks the key falls through to the next."""
     for arch in arches:
         for candidate in present:
             reader = readers.get(candidate)
-            if arch not in reader.arches:
-                continue
-            if arch in reader.arches_of(key):
+            if arch in reader.arches and arch in reader.arches_of(key):
                 return candidate, arch, reader.find(key, arch)
-            break  # the runtime asks only the first archive listing the arch
     held = {
         candidate: sorted(readers.get(candidate).arches_of(key), key=target_order)
         for candidate in present

@@ -14,7 +14,8 @@ Two kinds of input:
 
 xnack/sramecc variants of a processor share its archive under their full target
 id. Files named for one arch (``TensileLibrary_gfx90a.co``, ``library/gfx90a/``,
-``oclc_isa_version_90a.bc``) move to that arch's artifact unchanged. Files
+``oclc_isa_version_90a.bc``, ``x_gfx9-4-generic.co``: :func:`gfxpack.file_arch.file_arch`,
+the answer try-install and probe share) move to that arch's artifact unchanged. Files
 without device code are hard-linked (copied across file systems).
 
 The input is read by the rules ``gfxpack build`` reads artifacts by
@@ -59,16 +60,15 @@ import msgpack
 
 from gfxpack import kpack
 from gfxpack._io import DIRECTORY_MODE, replace_directory
-from gfxpack.amdgpu import MACH, PROCESSORS_BY_LENGTH
-from gfxpack.artifact_files import read_regular, real_directory, walk
+from gfxpack.artifact_files import real_directory, walk
 from gfxpack.artifact_layout import (
     ARTIFACT_DIR,
     GENERIC,
     MANIFEST,
-    MANIFEST_LIMIT,
     THEROCK_MANIFEST,
     artifact_directories,
     read_manifest,
+    read_therock_manifest,
 )
 from gfxpack.errors import GfxpackError
 from gfxpack.fatbin import InvalidFatBinary
@@ -81,6 +81,7 @@ from gfxpack.fatbin.rewrite import (
     too_many_zeros,
     too_small,
 )
+from gfxpack.file_arch import file_arch
 from gfxpack.plan.targets import target_order
 from gfxpack.regular_files import NotARegularFile, file_kind, open_regular, printable
 from gfxpack.safe_tree import Tree, TreeError, copy_bytes
@@ -92,9 +93,6 @@ TREE_PREFIX = "stage"
 DEFAULT_KPACK_DIR = ".kpack"
 ARCH_PLACEHOLDER = "@GFXARCH@"
 NAME_COMPONENT = re.compile(r"^[A-Za-z][A-Za-z0-9-]*_[a-z]+$")
-_PROCESSORS = PROCESSORS_BY_LENGTH  # every processor, longest name first
-_GFX_TOKEN = re.compile(r"(?<![A-Za-z0-9])gfx([0-9]+[0-9a-z]*)")
-_ISA_BITCODE = re.compile(r"^oclc_isa_version_([0-9]+[0-9a-z]*)\.bc$")
 
 
 class SplitError(GfxpackError, ValueError):
@@ -202,27 +200,6 @@ class _Job:
     kpack_prefix: str  # the prefix that holds the archives
     kpack_dir: str  # archive directory relative to the install prefix
     manifest: Path | None = None  # the input's artifact_manifest.txt (TheRock)
-
-
-def data_file_arch(relpath: str) -> str | None:
-    """The processor a per-arch data file belongs to, from its name or a directory's.
-
-    >>> [data_file_arch(p) for p in ("library/TensileLibrary_gfx90a.co",
-    ...  "lib/Kernels.so-000-gfx90a-xnack+.hsaco", "db/gfx942130.db.txt",
-    ...  "amdgcn/bitcode/oclc_isa_version_90a.bc", "library/TensileLibrary.dat")]
-    ['gfx90a', 'gfx90a', 'gfx942', 'gfx90a', None]
-    """
-    parts = relpath.split("/")
-    isa = _ISA_BITCODE.match(parts[-1])
-    if isa and f"gfx{isa.group(1)}" in MACH:
-        return f"gfx{isa.group(1)}"
-    for part in parts:
-        for token in _GFX_TOKEN.finditer(part):
-            word = "gfx" + token.group(1)
-            for processor in _PROCESSORS:
-                if word.startswith(processor):
-                    return processor
-    return None
 
 
 def split_tree(
@@ -474,19 +451,7 @@ def _read_therock_manifest(path: Path) -> tuple[bytes, dict[str, Any]] | None:
     says (a "flags" object at least); None if there is none."""
     if not os.path.lexists(path):
         return None
-    data = read_regular(str(path), MANIFEST_LIMIT)
-    shown = printable(str(path))
-    try:
-        manifest = json.loads(data)
-    except ValueError as e:
-        raise SplitError(f"{shown}: not JSON: {e}") from None
-    except RecursionError:
-        raise SplitError(f"{shown}: not a manifest: JSON nested too deeply") from None
-    if not isinstance(manifest, dict):
-        raise SplitError(f"{shown}: expected a JSON object")
-    if not isinstance(manifest.setdefault("flags", {}), dict):
-        raise SplitError(f"{shown}: 'flags' is not an object")
-    return data, manifest
+    return read_therock_manifest(path)
 
 
 def _split_job(
@@ -582,7 +547,7 @@ def _copy_entry(
     out, reading = places
     relpath, entry, target = found
     target_dir = f"{job.group}_{GENERIC}"
-    arch = data_file_arch(relpath)
+    arch = file_arch(relpath)
     if arch is not None:
         target_dir = f"{job.group}_{arch}"
         arch_dirs.setdefault(target_dir, set()).add(prefix)
@@ -883,7 +848,6 @@ __all__ = [
     "InvalidFatBinary",
     "SplitError",
     "SplitReport",
-    "data_file_arch",
     "read_index",
     "split_tree",
 ]
