@@ -29,6 +29,8 @@ from gfxpack.repo.rpmfile import FILEDIGESTALGO
 from tests.conftest import EXAMPLE_CONFIG, EXAMPLE_TARGETS, build_example
 from tests.repo.test_file_digests import patch_rpm_tag, write_deb
 
+pytestmark = pytest.mark.slow  # make check skips it: the example release built twice
+
 REMOVED = "amdrocm-hipify"  # a non-versioned package nothing depends on
 ADDED = "amdrocm-hipify-tools8.2"
 CHANGED = "amdrocm-blas8.2-gfx942"  # its amdrocm-solver8.2-gfx942 pin: >= becomes =

@@ -8,7 +8,12 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
+
+# make check skips it: the repository cloned and its suite run in the clone.
+pytestmark = pytest.mark.slow
 
 
 def test_suite_passes_with_the_shared_fixtures_hidden(tmp_path):

@@ -17,6 +17,8 @@ from gfxpack.formats import DEB, FORMATS, RPM
 from gfxpack.plan import plan
 from tests.conftest import EXAMPLE_CONFIG, EXAMPLE_TARGETS, shared_path
 
+pytestmark = pytest.mark.slow  # make check skips it: pictures laid out by Graphviz's dot
+
 
 @pytest.fixture(scope="module")
 def example_plan(example_config):

@@ -20,6 +20,8 @@ from gfxpack.release import ReleaseOptions, build_release
 from gfxpack.shard import PACKAGE_COST, by_targets, parse_shard
 from tests.conftest import EXAMPLE_CONFIG
 
+pytestmark = pytest.mark.slow  # make check skips it: the example release built in shards and merged
+
 
 def digests(out: Path) -> dict[str, str]:
     """Every package file in ``out`` and its sha256."""

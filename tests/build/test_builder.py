@@ -20,6 +20,8 @@ from gfxpack.formats import FORMATS
 from gfxpack.formats.compress import Compression
 from tests.conftest import EXAMPLE_CONFIG, build_example, generate_example, run
 
+pytestmark = pytest.mark.slow  # make check skips it: whole builds, rebuilt byte for byte
+
 
 def test_index_lists_every_file_with_its_digest(example_release):
     index = json.loads((example_release.out / "index.json").read_text())

@@ -28,6 +28,8 @@ from tests.conftest import EXAMPLE_CONFIG, build_example_args, generate_example,
 from tests.small_tree import build as cli_build
 from tests.small_tree import make_tree, write_config
 
+pytestmark = pytest.mark.slow  # make check skips it: builds killed, or starved of disk
+
 SMALL_FILES = {
     "amdrocm-blas-8.2.0-1.x86_64.rpm",
     "amdrocm-blas8.2-8.2.0-1.x86_64.rpm",

@@ -19,6 +19,8 @@ from gfxpack.release import ReleaseOptions, build_release
 from tests.conftest import EXAMPLE_CONFIG, build_example_args
 from tests.test_shard import digests
 
+pytestmark = pytest.mark.slow  # make check skips it: a Dask cluster started per test
+
 distributed = pytest.importorskip("distributed", reason="dask.distributed (gfxpack[dask])")
 
 

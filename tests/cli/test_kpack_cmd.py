@@ -82,6 +82,7 @@ def test_a_file_that_is_not_a_code_object_for_the_arch_is_refused(tmp_path, cont
     assert sorted(os.listdir(tmp_path)) == ["bad.co", "first.co", "good.co", "out.kpack"]
 
 
+@pytest.mark.slow  # code objects built with hipcc
 def test_real_hipcc_code_objects_are_accepted_under_their_arch_only(tmp_path, hipcc):
     files = {}
     for target, code in hipcc.items():

@@ -131,6 +131,17 @@ def test_a_bad_symbol_file_is_one_line(tmp_path):
     )
 
 
+def test_a_registry_of_an_unknown_kind_is_one_line_naming_it(tmp_path):
+    bad = tmp_path / "symbols.json"
+    bad.write_text('{"graph_match": [], "scores": ["a.score"]}')
+    result = run("lint", "--root", str(EXAMPLE), "--symbols", str(bad))
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"error: {bad}: unknown symbol kind(s) scores; expected graph_match, kernel_match, "
+        "dispatch, score\n"
+    )
+
+
 def test_a_file_that_is_not_a_registry_is_refused():
     result = run("list-engines", "--root", str(EXAMPLE), "--symbols", str(ROOT / "README.md"))
     assert result.exit_code == 1
@@ -143,6 +154,27 @@ def test_lint_passes_the_example_and_reports_versions():
     data = json.loads(result.stdout)
     assert data["ok"] is True and len(data["files"]) == 22
     assert {(f["version"], f["needs"]) for f in data["files"]} == {("1.0", "1.0")}
+
+
+def test_lint_without_symbols_says_they_were_not_checked():
+    """OK without --symbols covers no symbol: D510 stands beside the verdict (issue 33)."""
+    text = run("lint", "--root", str(EXAMPLE))
+    assert text.exit_code == 0, text.output
+    assert text.stdout.splitlines()[-1] == (
+        "22 files, 2 engine(s) loaded, symbols not checked (D510: no --symbols given): OK"
+    )
+    data = json.loads(run("lint", "--root", str(EXAMPLE), "--json").stdout)
+    assert data["ok"] is True and data["symbols_checked"] is False
+    assert [(d["code"], d["severity"]) for d in data["diagnostics"]] == [("D510", "INFO")]
+
+
+def test_lint_with_symbols_says_nothing_of_d510():
+    text = run("lint", "--root", str(EXAMPLE), "--symbols", str(SYMBOLS))
+    assert text.stdout.splitlines()[-1] == "22 files, 2 engine(s) loaded: OK"
+    data = json.loads(
+        run("lint", "--root", str(EXAMPLE), "--symbols", str(SYMBOLS), "--json").stdout
+    )
+    assert data["symbols_checked"] is True and data["diagnostics"] == []
 
 
 def test_lint_fails_on_schema_and_loader_errors(tmp_path):
@@ -184,6 +216,68 @@ def test_a_version_with_no_schema_is_reported():
     assert schema_errors({"version": "1.4"}, ".udd.json") == [
         "no schema for .udd.json version 1.4 (gfxpack knows 1.0)"
     ]
+
+
+def _pack_with(change):
+    document = make_set_documents()["a.kdp.json"]
+    change(document)
+    return document
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            lambda d: d["kernelDescriptors"][0].pop("version"),
+            ["kernelDescriptors/0: 'version' is a required property"],
+        ),
+        (
+            lambda d: d["kernelDescriptors"][1].update(prioirty=1),
+            [
+                "kernelDescriptors/1: unknown key 'prioirty'; extension keys must start with "
+                "'x-' or '_'; did you mean 'priority'?"
+            ],
+        ),
+        (
+            lambda d: d["kernelDescriptors"][2].update(priority=1.5),
+            ["kernelDescriptors/2/priority: 1.5 is not of type 'integer'"],
+        ),
+        (
+            lambda d: d["kernelDescriptors"].append("not-a-uuid"),
+            ['kernelDescriptors/3: must be a UUID (8-4-4-4-12 hex digits), got "not-a-uuid"'],
+        ),
+        (
+            lambda d: d["kernelDescriptors"].append(7),
+            ["kernelDescriptors/3: expected object or string, got 7"],
+        ),
+        (
+            lambda d: d.update(heuristik="x"),
+            ["(root): unknown key 'heuristik'; extension keys must start with 'x-' or '_'"],
+        ),
+        (
+            lambda d: d.update(arch=["gfx942", "gfx950", "gfx942"]),
+            ['arch: repeats "gfx942"'],
+        ),
+        (
+            lambda d: d.update(name={"x": "y" * 500}),
+            ['name: {"x": "' + "y" * 62 + "... is not of type 'string'"],
+        ),
+    ],
+    ids=[
+        "inline-kernel-missing-a-key",
+        "misspelt-inline-key",
+        "inline-wrong-type",
+        "malformed-reference",
+        "entry-of-no-accepted-type",
+        "unknown-top-level-key",
+        "repeated-arch",
+        "long-value",
+    ],
+)
+def test_schema_errors_name_the_key_not_the_whole_object(change, expected):
+    """A kernel entry's violation is reported at its key, not as the whole entry followed by
+    "is not valid under any of the given schemas" (issue 33)."""
+    assert schema_errors(_pack_with(change), ".kdp.json") == expected
 
 
 # --- the example tree is the generator's output ---------------------------------------------

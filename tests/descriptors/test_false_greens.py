@@ -21,6 +21,9 @@ from tests.code_objects import code_object, hipcc_code_objects
 from tests.conftest import ROOT
 from tests.descriptors.helpers import edited, make_set_documents, write_tree
 
+# make check skips it: code objects built with hipcc, whole packs written.
+pytestmark = pytest.mark.slow
+
 PROVIDER = ROOT / "examples" / "dnn-provider"
 AUTHORED = PROVIDER / "descriptors"
 KERNELS = PROVIDER / "kernels.json"

@@ -6,6 +6,8 @@ import json
 import os
 import shutil
 
+import pytest
+
 from gfxpack.descriptors import (
     Diagnostics,
     Level,
@@ -19,7 +21,9 @@ from tests.descriptors.helpers import (
     K1,
     KDP,
     KMD,
+    UDD,
     UED,
+    UHD,
     UKD,
     UMD_KERNEL,
     edited,
@@ -518,3 +522,95 @@ def test_diagnostics_also_go_to_python_logging(tmp_path, caplog):
     logged = [(r.levelname, r.getMessage()) for r in caplog.records]
     assert ("WARNING", f"descriptor loader: {found(result, 'D207')[0]} [D207]") in logged
     assert len(logged) == len(result.diagnostics.items)
+
+
+# --- a reference to a rejected file ----------------------------------------------------------
+
+
+def _rejecting(file: str) -> dict:
+    """The canonical set with one file rejected by a misspelt key (D208)."""
+    return edited(make_set_documents(), file, heuristik="x")
+
+
+@pytest.mark.parametrize(
+    ("file", "code", "message"),
+    [
+        (
+            "a.kmd.json",
+            "D405",
+            f"engine 'test:EngineA' id={uid('a', UED)} names metadata schema "
+            f'{uid("a", KMD)}, which no loaded descriptor defines: "{{file}}" does, but it '
+            "was rejected (D208)",
+        ),
+        (
+            "a.uhd.json",
+            "D404",
+            f"engine 'test:EngineA' id={uid('a', UED)} names heuristic {uid('a', UHD)}, which "
+            'no loaded descriptor defines: "{file}" does, but it was rejected (D208)',
+        ),
+        (
+            "a_kernel.umd.json",
+            "D410",
+            f"pack 'a:pack' id={uid('a', KDP)} names matcher {uid('a', UMD_KERNEL)}, which no "
+            'loaded descriptor defines: "{file}" does, but it was rejected (D208); dropping '
+            "the pack",
+        ),
+        (
+            "a.udd.json",
+            "D411",
+            f"pack 'a:pack' id={uid('a', KDP)} names dispatch descriptor {uid('a', UDD)}, which "
+            'no loaded descriptor defines: "{file}" does, but it was rejected (D208); dropping '
+            "the pack",
+        ),
+        (
+            "a.ued.json",
+            "D409",
+            f"pack 'a:pack' id={uid('a', KDP)} names engine {uid('a', UED)}, which no loaded "
+            'descriptor defines: "{file}" does, but it was rejected (D208); dropping it',
+        ),
+        (
+            "a.kdp.json",
+            "D408",
+            "engine 'test:EngineA' has no loadable kernel pack (\"{file}\" names it, but was "
+            "rejected (D208)); dropping it",
+        ),
+    ],
+)
+def test_a_reference_to_a_rejected_file_says_it_was_rejected(tmp_path, file, code, message):
+    """Not "which no descriptor defines": the file exists, and its own ERROR is the fix."""
+    result = load(write_tree(tmp_path, _rejecting(file)))
+    assert found(result, "D208") != []
+    assert found(result, code) == [message.format(file=tmp_path / file)]
+
+
+def test_a_reference_to_a_rejected_standalone_kernel_says_it_was_rejected(tmp_path):
+    documents = make_set_documents()
+    documents["a.kdp.json"]["kernelDescriptors"].append(uid("a", UKD))
+    documents["k.ukd.json"] = kernel("a", UKD, "a.f32_128", 128, "FLOAT", priority=1.5)
+    result = load(write_tree(tmp_path, documents))
+    assert found(result, "D413") == [
+        f"pack 'a:pack' id={uid('a', KDP)} names kernel {uid('a', UKD)}, which no loaded "
+        f'descriptor defines: "{tmp_path / "k.ukd.json"}" does, but it was rejected (D209); '
+        "dropping the pack"
+    ]
+
+
+def test_a_reference_to_a_skipped_newer_file_says_it_was_skipped(tmp_path):
+    result = load(write_tree(tmp_path, edited(make_set_documents(), "a.kmd.json", version="1.1")))
+    assert found(result, "D405") == [
+        f"engine 'test:EngineA' id={uid('a', UED)} names metadata schema {uid('a', KMD)}, "
+        f'which no loaded descriptor defines: "{tmp_path / "a.kmd.json"}" does, but it was '
+        "skipped (D206)"
+    ]
+
+
+def test_a_conflicted_reference_keeps_the_spec_text(tmp_path):
+    """A rejected copy beside two conflicting ones: the conflict is the cause (D304)."""
+    documents = make_set_documents()
+    documents["b.kmd.json"] = {**documents["a.kmd.json"], "name": "other"}
+    documents["c.kmd.json"] = {**documents["a.kmd.json"], "heuristik": "x"}
+    result = load(write_tree(tmp_path, documents))
+    assert found(result, "D405") == [
+        f"engine 'test:EngineA' id={uid('a', UED)} names metadata schema {uid('a', KMD)}, "
+        "which no descriptor defines"
+    ]

@@ -185,3 +185,15 @@ def test_bad_registry_files(tmp_path, name, text, message):
     (tmp_path / name).write_text(text)
     with pytest.raises(InvalidRegistry, match=message.replace("(", r"\(").replace(")", r"\)")):
         SymbolRegistry.from_file(tmp_path / name)
+
+
+def test_an_unknown_registry_kind_names_its_file(tmp_path):
+    """Every registry error names the file it is in, the kind check too (issue 33)."""
+    path = tmp_path / "r.json"
+    path.write_text('{"dispatch": [], "scores": ["a.score"]}')
+    with pytest.raises(InvalidRegistry) as raised:
+        SymbolRegistry.from_file(path)
+    assert str(raised.value) == (
+        f"{path}: unknown symbol kind(s) scores; expected graph_match, kernel_match, "
+        "dispatch, score"
+    )

@@ -32,6 +32,9 @@ from gfxpack.kpack import DEFAULT_MAX_OBJECT_SIZE, KpackReader, KpackWriter
 from tests.fatbin.fat_elf import PAGE, fat_elf, section_offset_field, shared_bundle
 from tests.fatbin.test_bundle import DEVICES, ccob, code_object, uncompressed
 
+# make check skips it: hostile fat binaries, each in a memory-limited child.
+pytestmark = pytest.mark.slow
+
 # The address space of one command: Python, gfxpack and its libraries need about
 # 100 MB; what the inputs below once cost was 4 GiB and more.
 LIMIT = 384 << 20

@@ -20,7 +20,8 @@ from gfxpack.fatbin import rewrite
 from gfxpack.fatbin.join import join_tree
 from gfxpack.fatbin.reader import FatBinary
 from gfxpack.fatbin.resolve import ArchNotFound, read_references, resolve
-from gfxpack.fatbin.split import data_file_arch, split_tree
+from gfxpack.fatbin.split import split_tree
+from gfxpack.file_arch import file_arch
 from gfxpack.kpack import KpackReader, KpackWriter
 from tests.fatbin.conftest import TARGETS, HipBuild
 from tests.fatbin.test_bundle import ccob
@@ -198,7 +199,7 @@ def test_join_refuses_a_directory_split_did_not_make(tmp_path: Path):
     ],
 )
 def test_per_arch_data_files_are_recognized_by_name(path: str, arch: str | None):
-    assert data_file_arch(path) == arch
+    assert file_arch(path) == arch
 
 
 @pytest.mark.slow

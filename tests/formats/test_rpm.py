@@ -17,6 +17,9 @@ from gfxpack.formats.rpm_policy import ALTERNATIVES, LDCONFIG, is_shared_library
 from gfxpack.views import reachable
 from tests.conftest import run
 
+# make check skips it: every package judged by rpm, rpmkeys, rpm2cpio and cpio.
+pytestmark = pytest.mark.slow
+
 QUERY = "%{NAME}|%{VERSION}|%{RELEASE}|%{ARCH}\\n"
 LISTS = {
     "REQUIRENEVRS": "depends",

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -34,3 +36,17 @@ def corpus(reader: str) -> list[Path]:
     """The kept inputs of one reader (``corpus/<reader>/*``), sorted; empty when none yet."""
     folder = CORPUS / reader
     return sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+
+
+def kept_inputs(reader: str) -> list[Any]:
+    """The kept inputs of one reader as test parameters, each named by its file. With
+    none kept yet, one skipped parameter saying so: pytest's own "got empty parameter
+    set" does not say why the replay checked nothing."""
+    paths = corpus(reader)
+    if paths:
+        return [pytest.param(path, id=path.name) for path in paths]
+    why = (
+        f"no kept input to replay: tests/fuzz/corpus/{reader}/ holds none yet (an input "
+        "is kept there once it has crashed the reader)"
+    )
+    return [pytest.param(None, id="none-kept", marks=pytest.mark.skip(reason=why))]

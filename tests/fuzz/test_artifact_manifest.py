@@ -13,7 +13,10 @@ from hypothesis import strategies as st
 
 from gfxpack.artifact_files import real_directory
 from gfxpack.artifacts import InvalidArtifacts, scan
-from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.fuzz.conftest import fuzz_settings, kept_inputs
+
+# make check skips it: a hypothesis fuzz harness (make fuzz runs it long).
+pytestmark = pytest.mark.slow
 
 LINES = st.lists(
     st.sampled_from(["math-libs", "BLAS", "stage", "..", ".", "", "/", "#", " ", "\0", "\t"])
@@ -52,6 +55,6 @@ def test_any_bytes(data: bytes) -> None:
     check(data)
 
 
-@pytest.mark.parametrize("kept", corpus("artifact_manifest"), ids=lambda p: p.name)
+@pytest.mark.parametrize("kept", kept_inputs("artifact_manifest"))
 def test_kept_inputs(kept: Path) -> None:
     check(kept.read_bytes())

@@ -24,8 +24,11 @@ from gfxpack.fatbin.rewrite import split_binary
 from tests.fatbin.fat_elf import PAGE, fat_elf
 from tests.fatbin.test_bounded import zstd_bomb
 from tests.fatbin.test_bundle import DEVICES, uncompressed
-from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.fuzz.conftest import fuzz_settings, kept_inputs
 from tests.fuzz.mutation import mutated
+
+# make check skips it: a hypothesis fuzz harness (make fuzz runs it long).
+pytestmark = pytest.mark.slow
 
 LIMIT = 1 << 20  # the size limit the reader is given
 # Python's own allocations while one input is read: the decompressed bundle (at most the
@@ -147,6 +150,6 @@ def test_the_honest_bundles_are_read(version: int, method: int) -> None:
             ]
 
 
-@pytest.mark.parametrize("path", corpus("ccob"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", kept_inputs("ccob"))
 def test_kept_crash_inputs(path: Path) -> None:
     exercise([path.read_bytes()], [0])

@@ -11,9 +11,12 @@ from hypothesis import strategies as st
 
 from gfxpack.formats import DEB
 from gfxpack.repo.debfile import InvalidDeb, parse_control, parse_stanzas, read_deb
-from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.fuzz.conftest import fuzz_settings, kept_inputs
 from tests.fuzz.mutation import mutated
 from tests.verify.helpers import write_package
+
+# make check skips it: a hypothesis fuzz harness (make fuzz runs it long).
+pytestmark = pytest.mark.slow
 
 
 def _exercise(data: bytes) -> None:
@@ -76,6 +79,6 @@ def test_a_control_file_never_yields_a_second_stanza() -> None:
     run()
 
 
-@pytest.mark.parametrize("path", corpus("debfile"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", kept_inputs("debfile"))
 def test_kept_crash_inputs(path: Path) -> None:
     _exercise(path.read_bytes())

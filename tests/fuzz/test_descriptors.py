@@ -23,7 +23,10 @@ from gfxpack.descriptors.parse import parse_file
 from gfxpack.descriptors.types import SUFFIXES
 from gfxpack.kpack import write_kpack
 from tests.descriptors.helpers import make_set_documents, symbols_for
-from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.fuzz.conftest import fuzz_settings, kept_inputs
+
+# make check skips it: a hypothesis fuzz harness (make fuzz runs it long).
+pytestmark = pytest.mark.slow
 
 # The loader's catch-all reports "failed to parse "<path>": <ExceptionType>: ...": a crash
 # it survived. Every expected problem has its own code and text instead.
@@ -240,7 +243,7 @@ def test_random_trees(files):
         load_and_lint(Path(tmp))
 
 
-@pytest.mark.parametrize("path", corpus("descriptors"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", kept_inputs("descriptors"))
 def test_kept_crash_inputs(path):
     """Each kept input is one descriptor file: parsed alone, then loaded as a tree."""
     suffix = next((s for s in SUFFIXES if path.name.endswith(s)), ".kdp.json")

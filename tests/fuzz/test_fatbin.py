@@ -14,7 +14,10 @@ from gfxpack.errors import GfxpackError
 from gfxpack.fatbin.reader import FatBinary
 from gfxpack.fatbin.rewrite import split_binary
 from tests.fatbin.conftest import build_once
-from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.fuzz.conftest import fuzz_settings, kept_inputs
+
+# make check skips it: a hypothesis fuzz harness (make fuzz runs it long).
+pytestmark = pytest.mark.slow
 
 
 def _exercise(data: bytes) -> None:
@@ -55,6 +58,6 @@ def test_mutated_fat_binary_raises_only_gfxpack_errors(original: bytes) -> None:
     run()
 
 
-@pytest.mark.parametrize("path", corpus("fatbin"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", kept_inputs("fatbin"))
 def test_kept_crash_inputs(path: Path) -> None:
     _exercise(path.read_bytes())

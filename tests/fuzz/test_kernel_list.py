@@ -11,7 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gfxpack.descriptors.kernel_list import KERNEL_KEYS, KernelList, PackError, read_kernel_list
-from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.fuzz.conftest import fuzz_settings, kept_inputs
+
+# make check skips it: a hypothesis fuzz harness (make fuzz runs it long).
+pytestmark = pytest.mark.slow
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
 JSON = st.recursive(
@@ -50,6 +53,6 @@ def test_any_json_shape(document):
     read(json.dumps(document).encode(), ".json")
 
 
-@pytest.mark.parametrize("path", corpus("kernel_list"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", kept_inputs("kernel_list"))
 def test_kept_inputs(path):
     read(path.read_bytes(), path.suffix if path.suffix == ".toml" else ".json")

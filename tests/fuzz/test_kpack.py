@@ -14,8 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gfxpack.kpack import InvalidKpack, KpackReader, KpackWriter
-from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.fuzz.conftest import fuzz_settings, kept_inputs
 from tests.test_kpack_hostile import assemble
+
+# make check skips it: a hypothesis fuzz harness (make fuzz runs it long).
+pytestmark = pytest.mark.slow
 
 # Small enough that a forged size is refused quickly, large enough for every seed below.
 LIMIT = 1 << 20
@@ -142,6 +145,6 @@ def test_forged_tables_of_contents(data):
     exercise(data)
 
 
-@pytest.mark.parametrize("path", corpus("kpack"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", kept_inputs("kpack"))
 def test_kept_crash_inputs(path):
     exercise(path.read_bytes())

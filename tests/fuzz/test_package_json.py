@@ -13,7 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gfxpack.config import Config, InvalidConfig, load_config, parse_config
-from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.fuzz.conftest import fuzz_settings, kept_inputs
+
+# make check skips it: a hypothesis fuzz harness (make fuzz runs it long).
+pytestmark = pytest.mark.slow
 
 KEYS = [
     "Package",
@@ -113,6 +116,6 @@ def test_any_bytes_from_a_file(data: bytes) -> None:
             assert str(e).startswith(f"{path}: ")
 
 
-@pytest.mark.parametrize("kept", corpus("package_json"), ids=lambda p: p.name)
+@pytest.mark.parametrize("kept", kept_inputs("package_json"))
 def test_kept_inputs(kept: Path) -> None:
     check(kept.read_text(encoding="utf-8"))

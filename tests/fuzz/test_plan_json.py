@@ -19,8 +19,11 @@ from gfxpack.config import load_config
 from gfxpack.errors import GfxpackError
 from gfxpack.plan import plan
 from tests.conftest import SEED_CONFIG, SEED_TARGETS
-from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.fuzz.conftest import fuzz_settings, kept_inputs
 from tests.fuzz.mutation import json_mutated
+
+# make check skips it: a hypothesis fuzz harness (make fuzz runs it long).
+pytestmark = pytest.mark.slow
 
 VALID = views.plan_as_dict(plan(load_config(SEED_CONFIG).packages, SEED_TARGETS, "8.2.0"))
 SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=12)
@@ -67,6 +70,6 @@ def test_index_json(plan_data: Any) -> None:
             report.make(Path(build))
 
 
-@pytest.mark.parametrize("kept", corpus("plan_json"), ids=lambda p: p.name)
+@pytest.mark.parametrize("kept", kept_inputs("plan_json"))
 def test_kept_inputs(kept: Path) -> None:
     read_plan(json.loads(kept.read_text()))

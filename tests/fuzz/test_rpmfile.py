@@ -11,9 +11,12 @@ from hypothesis import given
 
 from gfxpack.formats import RPM
 from gfxpack.repo.rpmfile import RPM_NAME, RPM_VERSION, InvalidRpm, read_rpm
-from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.fuzz.conftest import fuzz_settings, kept_inputs
 from tests.fuzz.mutation import mutated
 from tests.verify.helpers import write_package
+
+# make check skips it: a hypothesis fuzz harness (make fuzz runs it long).
+pytestmark = pytest.mark.slow
 
 
 def _exercise(data: bytes) -> None:
@@ -46,6 +49,6 @@ def test_mutated_rpm_raises_only_invalid_rpm(original: bytes) -> None:
     run()
 
 
-@pytest.mark.parametrize("path", corpus("rpmfile"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", kept_inputs("rpmfile"))
 def test_kept_crash_inputs(path: Path) -> None:
     _exercise(path.read_bytes())

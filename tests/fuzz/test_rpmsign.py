@@ -11,9 +11,12 @@ from hypothesis import given
 
 from gfxpack.formats import RPM
 from gfxpack.formats.rpmsign import SignError, _Layout
-from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.fuzz.conftest import fuzz_settings, kept_inputs
 from tests.fuzz.mutation import mutated
 from tests.verify.helpers import write_package
+
+# make check skips it: a hypothesis fuzz harness (make fuzz runs it long).
+pytestmark = pytest.mark.slow
 
 
 def _exercise(data: bytes) -> None:
@@ -43,6 +46,6 @@ def test_mutated_rpm_raises_only_sign_error(original: bytes) -> None:
     run()
 
 
-@pytest.mark.parametrize("path", corpus("rpmsign"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", kept_inputs("rpmsign"))
 def test_kept_crash_inputs(path: Path) -> None:
     _exercise(path.read_bytes())

@@ -20,8 +20,11 @@ from hypothesis import strategies as st
 
 from gfxpack.errors import GfxpackError
 from gfxpack.merge import merge
-from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.fuzz.conftest import fuzz_settings, kept_inputs
 from tests.fuzz.mutation import json_mutated
+
+# make check skips it: a hypothesis fuzz harness (make fuzz runs it long).
+pytestmark = pytest.mark.slow
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=12)
 VALUES = st.recursive(
@@ -94,7 +97,7 @@ def test_a_mutated_shard_index_is_merged_or_refused(document):
     merge_with(document)
 
 
-@pytest.mark.parametrize("path", corpus("shard_index"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", kept_inputs("shard_index"))
 def test_kept_inputs(path):
     merge_with(json.loads(path.read_text()))
 

@@ -25,8 +25,11 @@ from gfxpack.fatbin.join import join_tree
 from gfxpack.fatbin.split import INDEX, split_tree
 from tests.fatbin.conftest import build_once
 from tests.fatbin.test_join_hostile import FAT, GENERIC, PREFIX, make_artifacts
-from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.fuzz.conftest import fuzz_settings, kept_inputs
 from tests.fuzz.mutation import mutated
+
+# make check skips it: a hypothesis fuzz harness (make fuzz runs it long).
+pytestmark = pytest.mark.slow
 
 
 @dataclass(frozen=True)
@@ -245,6 +248,6 @@ def test_a_mutated_record_of_a_fat_binary_is_joined_or_refused(fat: Seed) -> Non
     run()
 
 
-@pytest.mark.parametrize("path", corpus("split_record"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", kept_inputs("split_record"))
 def test_kept_inputs(plain: Seed, path: Path) -> None:
     exercise(plain, path.read_bytes())

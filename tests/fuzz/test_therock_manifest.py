@@ -13,7 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gfxpack.artifacts import InvalidArtifacts, scan
-from tests.fuzz.conftest import corpus, fuzz_settings
+from tests.fuzz.conftest import fuzz_settings, kept_inputs
+
+# make check skips it: a hypothesis fuzz harness (make fuzz runs it long).
+pytestmark = pytest.mark.slow
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=10)
 VALUES = st.recursive(
@@ -57,6 +60,6 @@ def test_any_bytes(data: bytes) -> None:
     check(data)
 
 
-@pytest.mark.parametrize("kept", corpus("therock_manifest"), ids=lambda p: p.name)
+@pytest.mark.parametrize("kept", kept_inputs("therock_manifest"))
 def test_kept_inputs(kept: Path) -> None:
     check(kept.read_bytes())

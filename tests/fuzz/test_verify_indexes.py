@@ -19,6 +19,9 @@ from tests.fuzz.conftest import corpus, fuzz_settings
 from tests.fuzz.mutation import mutated
 from tests.verify.helpers import gfxarch_set, write_package
 
+# make check skips it: a hypothesis fuzz harness (make fuzz runs it long).
+pytestmark = pytest.mark.slow
+
 RELEASE = "apt/dists/stable/Release"
 PACKAGES = "apt/dists/stable/main/binary-amd64/Packages"
 REPOMD = "rpm/repodata/repomd.xml"

@@ -9,6 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,6 +21,9 @@ from tests.fatbin.test_bundle import DEVICES, uncompressed
 from tests.fuzz.conftest import fuzz_settings
 from tests.fuzz.mutation import mutated
 from tests.wheels.conftest import WHEEL_NAME, demo_members, make_wheel
+
+# make check skips it: a hypothesis fuzz harness (make fuzz runs it long).
+pytestmark = pytest.mark.slow
 
 BUNDLE = uncompressed(DEVICES)
 LIBRARY = fat_elf(BUNDLE + bytes(-len(BUNDLE) % PAGE + 2 * PAGE), [(HIPF, 0, 0)])[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -9,6 +10,8 @@ from gfxpack.config import ArtifactSource, ArtifactSubdir, PackageSpec, Relation
 from gfxpack.formats import FORMATS
 from gfxpack.plan import ArtifactIndex, Kind, plan
 from gfxpack.relations import parse_deb, parse_rpm
+
+pytestmark = pytest.mark.slow  # make check skips it: hypothesis property tests
 
 ARCH_POOL = [
     "gfx900",

@@ -7,6 +7,7 @@ import hashlib
 import json
 
 import createrepo_c as cr
+import pytest
 from click.testing import CliRunner
 
 from gfxpack.cli import cli
@@ -14,6 +15,8 @@ from gfxpack.formats import DEB
 from gfxpack.repo.debfile import parse_stanzas
 from tests.conftest import run
 from tests.verify.helpers import make_repo
+
+pytestmark = pytest.mark.slow  # make check skips it: whole repositories, read by apt and dnf
 
 
 def publish(*args: str):

@@ -26,6 +26,9 @@ from gfxpack.repo.stream import read_builds
 from gfxpack.repo.transaction import LOCK, WORK
 from tests.verify.helpers import craft_deb, make_repo, write_package
 
+# make check skips it: concurrent and interrupted repo runs, read by apt and dnf.
+pytestmark = pytest.mark.slow
+
 GOOD_CONTROL = b"Package: tool\nVersion: 1.0-1\nArchitecture: amd64\nDescription: a tool\n"
 
 

@@ -13,11 +13,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from gfxpack.cli import cli
 from gfxpack.formats import FORMATS
 from tests.conftest import EXAMPLE_CONFIG, BuiltRelease, load_generator, shared_path
+
+pytestmark = pytest.mark.slow  # make check skips it: a whole artifact tree generated and built
 
 # What plan lists that the example tree does not build: the generator's NO_BUILD.
 EXAMPLE_NOT_BUILT = {"amdrocm-dnn8.2-gfx950"}

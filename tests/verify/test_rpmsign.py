@@ -21,6 +21,8 @@ from tests.conftest import EXAMPLE_CONFIG
 from tests.verify.conftest import export_key
 from tests.verify.helpers import write_package
 
+pytestmark = pytest.mark.slow  # make check skips it: packages signed with gpg, checked by rpmkeys
+
 
 def rpmkeys(dbpath: Path, key: Path, package: Path) -> subprocess.CompletedProcess[str]:
     """rpmkeys -K on ``package`` with only ``key`` imported (in a database of its own)."""

@@ -293,7 +293,8 @@ def lint_command(
     Without --authored the roots are installed trees (what 'descriptors pack'
     writes, what a provider loads); with it, authored sources (its --descriptors
     input), in which a pack may leave its kernels to the kernel list. A --root that
-    is not a directory is an error.
+    is not a directory is an error. Without --symbols no symbol is checked, and the
+    last line says so (D510; "symbols_checked": false in --json).
     """
     from gfxpack import views
     from gfxpack.descriptors.lint import lint
@@ -323,8 +324,12 @@ def lint_command(
             click.echo(f"{diagnostic.severity.name} {diagnostic.code}: {diagnostic.message}")
         engines = len(result.load.sets)
         kind = " (authored sources)" if authored else ""
+        # The verdict stays the last word; what it does not cover is said just before it.
+        unchecked = "".join(
+            f", symbols not checked ({d.code}: no --symbols given)" for d in result.unchecked
+        )
         click.echo(
-            f"{len(result.files)} files{kind}, {engines} engine(s) loaded: "
+            f"{len(result.files)} files{kind}, {engines} engine(s) loaded{unchecked}: "
             f"{'FAILED' if result.failed else 'OK'}"
         )
     if result.failed:

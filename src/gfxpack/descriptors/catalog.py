@@ -15,7 +15,7 @@ from typing import Any
 
 from gfxpack.descriptors.diagnostics import Diagnostics
 from gfxpack.descriptors.jsonc import JsoncError, loads
-from gfxpack.descriptors.parse import read_bytes
+from gfxpack.descriptors.parse import Rejections, read_bytes
 from gfxpack.descriptors.types import Descriptor, Key, key_text
 
 
@@ -63,6 +63,9 @@ class Catalog:
         # Lookups built on first use after the last insert: resolution only reads.
         self._index: dict[str, list[CatalogEntry]] | None = None
         self._groups: dict[str, dict[str, list[CatalogEntry]]] = {}
+        # Files the parser did not load, by what they claimed: what a dangling reference
+        # to one of them reports.
+        self.rejected: Rejections = {}
 
     def begin_root(self, index: int) -> None:
         """Entries from earlier roots are settled from now on."""

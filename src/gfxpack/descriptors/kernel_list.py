@@ -22,6 +22,7 @@ from gfxpack import amdgpu
 from gfxpack.descriptors.jsonc import MAX_DEPTH, deeper_than
 from gfxpack.descriptors.parse import did_you_mean
 from gfxpack.errors import GfxpackError
+from gfxpack.regular_files import UnreadableFile, read_small_text
 
 DEFAULT_GROUP = "hip_kernel_provider"
 DEFAULT_CODE_OBJECT = "{arch}/{toc_key}.hsaco"
@@ -97,18 +98,15 @@ def read_kernel_list(path: str | os.PathLike[str]) -> KernelList:
     """
     path = Path(path)
     try:
-        with open(path, "rb") as file:
-            data = file.read(MAX_LIST_BYTES + 1)
-    except OSError as e:
-        raise PackError([f"{path}: cannot read the kernel list: {e.strerror or e}"]) from None
-    if len(data) > MAX_LIST_BYTES:
-        raise PackError([f"{path}: larger than {MAX_LIST_BYTES} bytes; not a kernel list"])
+        # A FIFO is refused, never opened: reading one would wait for a writer forever.
+        text = read_small_text(path, MAX_LIST_BYTES, "kernel list")
+    except UnreadableFile as e:
+        raise PackError([str(e)]) from None
     kind = "TOML" if path.suffix == ".toml" else "JSON"
     too_deep = f"{path}: not a kernel list: {kind} nested more than {MAX_DEPTH} levels deep"
     try:
-        text = data.decode("utf-8")
         document = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (UnicodeDecodeError, ValueError) as e:
+    except ValueError as e:
         raise PackError([f"{path}: not valid {kind}: {e}"]) from None
     except RecursionError:  # both parsers recurse per level
         raise PackError([too_deep]) from None

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from gfxpack.descriptors.diagnostics import Diagnostic, Level
 from gfxpack.descriptors.jsonc import JsoncError, loads
-from gfxpack.descriptors.loader import LoadResult, load_validated
+from gfxpack.descriptors.loader import SYMBOLS_UNCHECKED, LoadResult, load_validated
 from gfxpack.descriptors.parse import UNKNOWN_ARCH
 from gfxpack.descriptors.registry import EngineNames, SymbolRegistry
+from gfxpack.descriptors.schema_messages import violation_lines
 from gfxpack.descriptors.walk import descriptor_files
 from gfxpack.kpack import DEFAULT_MAX_OBJECT_SIZE
 from gfxpack.regular_files import read_regular
@@ -94,11 +95,7 @@ def schema_errors(document: object, suffix: str) -> list[str]:
     if wanted not in versions:
         known = ", ".join(f"{a}.{b}" for a, b in sorted(versions))
         return [f"no schema for {suffix} version {version} (gfxpack knows {known})"]
-    validator = versions[wanted]
-    return sorted(
-        f"{'/'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"
-        for error in validator.iter_errors(document)
-    )
+    return violation_lines(versions[wanted].iter_errors(document))
 
 
 def lowest_version(
@@ -156,11 +153,18 @@ class LintResult:
         """The loader's warnings and errors."""
         return self.load.diagnostics.at_least(Level.WARN)
 
+    @property
+    def unchecked(self) -> list[Diagnostic]:
+        """What the load left unchecked (D510: no symbol registry): an INFO, but shown
+        beside OK so that a pass is not read as covering the symbols."""
+        return [d for d in self.load.diagnostics.items if d.code == SYMBOLS_UNCHECKED]
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "files": [f.as_dict() for f in self.files],
-            "diagnostics": [d.as_dict() for d in self.problems],
+            "diagnostics": [d.as_dict() for d in [*self.problems, *self.unchecked]],
             "ok": not self.failed,
+            "symbols_checked": not self.unchecked,
         }
 
 

@@ -32,6 +32,7 @@ from gfxpack.descriptors.walk import descriptor_files
 from gfxpack.kpack import DEFAULT_MAX_OBJECT_SIZE
 
 OWNER = "gfxpack.descriptors"
+SYMBOLS_UNCHECKED = "D510"  # INFO: no symbol registry, so no symbol was checked
 
 
 @dataclass
@@ -87,7 +88,7 @@ def build_catalog(roots: Sequence[Path], diags: Diagnostics, authored: bool = Fa
         catalog.begin_root(index)
         for path, suffix in descriptor_files(Path(root), diags, authored):
             try:
-                descriptor = parse_file(path, os.fspath(root), suffix, diags)
+                descriptor = parse_file(path, os.fspath(root), suffix, diags, catalog.rejected)
             except Exception as e:
                 diags.error("D202", path, f'failed to parse "{path}": {type(e).__name__}: {e}')
                 continue
@@ -157,7 +158,7 @@ def _load_validated(
     result = load_descriptor_sets(roots, disabled, diags, max_object_size, authored)
     diags = result.diagnostics
     if registry is None:
-        diags.info("D510", None, "no symbol registry supplied; symbol checks skipped")
+        diags.info(SYMBOLS_UNCHECKED, None, "no symbol registry supplied; symbol checks skipped")
     accepted = []
     for candidate in result.sets:
         problems = [

@@ -68,6 +68,7 @@ from gfxpack.descriptors.resolve import metadata_problem
 from gfxpack.descriptors.types import Descriptor
 from gfxpack.descriptors.walk import descriptor_files
 from gfxpack.kpack import check_code_object, write_kpack
+from gfxpack.regular_files import UnreadableFile, read_small_file
 
 PRODUCER = "gfxpack descriptors pack"
 KERNEL_VERSION = "1.0"
@@ -101,12 +102,13 @@ def read_authored(directory: str | os.PathLike[str]) -> list[Authored]:
     for name, suffix in files:
         path = Path(name)
         try:
-            if path.stat().st_size > MAX_LIST_BYTES:
-                problems.append(f"{path}: larger than {MAX_LIST_BYTES} bytes")
-                continue
-            data = path.read_bytes()
+            # The walk refused symlinks; one swapped in since is refused too.
+            data = read_small_file(path, MAX_LIST_BYTES, "descriptor", follow_symlinks=False)
             document = loads(data)
-        except (OSError, JsoncError) as e:
+        except UnreadableFile as e:
+            problems.append(str(e))
+            continue
+        except JsoncError as e:
             problems.append(f"{path}: cannot be read as a descriptor: {e}")
             continue
         if not isinstance(document, dict):

@@ -18,6 +18,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Literal, overload
 
 from gfxpack import amdgpu
@@ -135,6 +136,32 @@ class Skip(Exception):
     """The file (or entry) is skipped with a warning already reported."""
 
 
+@dataclass(frozen=True)
+class Rejected:
+    """A descriptor file that was not loaded, kept by what it claimed to define, so that a
+    reference to it says the file was rejected, not "which no descriptor defines"."""
+
+    path: str
+    code: str  # the diagnostic that rejected it (an ERROR) or skipped it (D206)
+
+    @property
+    def outcome(self) -> str:
+        """``rejected (D208)``, or ``skipped (D206)`` for a version this loader does not read."""
+        return f"{'skipped' if self.code == SKIPPED_VERSION else 'rejected'} ({self.code})"
+
+    def reason(self) -> str:
+        """Why a reference to what the file defines finds nothing."""
+        return f'which no loaded descriptor defines: "{self.path}" does, but it was {self.outcome}'
+
+
+SKIPPED_VERSION = "D206"  # WARN: a version this loader does not read; the file is skipped
+# The key under which a rejected pack is kept by the engine it names (beside its own id).
+PACK_ENGINE = "engine of a .kdp.json"
+# (suffix, id) -> the first rejected file claiming that id; (PACK_ENGINE, engine id) -> the
+# first rejected pack naming that engine.
+Rejections = dict[tuple[str, str], Rejected]
+
+
 def is_extension_key(key: str) -> bool:
     return key.startswith(("x-", "_")) or key == "provenance"
 
@@ -152,12 +179,20 @@ def describe(value: Any) -> str:
 
 
 class _FileParser:
-    def __init__(self, path: str, root: str, suffix: str, diags: Diagnostics):
+    def __init__(
+        self,
+        path: str,
+        root: str,
+        suffix: str,
+        diags: Diagnostics,
+        rejected: Rejections | None = None,
+    ):
         self.path = path
         self.quoted = f'"{path}"'
         self.root = root
         self.suffix = suffix
         self.diags = diags
+        self.rejected = rejected
         self._origin: str | None = None
 
     @property
@@ -191,9 +226,23 @@ class _FileParser:
             return self.build(document)
         except Invalid as e:
             self.diags.error(e.code, self.path, e.message)
+            self.note_rejected(document, e.code)
         except Skip:
-            pass
+            self.note_rejected(document, SKIPPED_VERSION)
         return None
+
+    def note_rejected(self, document: Any, code: str) -> None:
+        """Remember what a file that was not loaded claimed to define (its id; a pack's
+        engine), when it claimed it with a well-formed UUID."""
+        if self.rejected is None or not isinstance(document, dict):
+            return
+        rejected = Rejected(self.path, code)
+        claims = [(self.suffix, document.get("id"))]
+        if self.suffix == ".kdp.json":
+            claims.append((PACK_ENGINE, document.get("engine")))
+        for kind, value in claims:
+            if type(value) is str and _UUID.match(value):
+                self.rejected.setdefault((kind, value.lower()), rejected)
 
     def gate_version(self, document: dict[str, Any], entry: str | None = None) -> None:
         """Missing or malformed is an ERROR; well formed but unsupported skips with a WARN."""
@@ -645,10 +694,15 @@ def read_bytes(path: str) -> bytes:
 
 
 def parse_file(
-    path: str | os.PathLike[str], root: str | os.PathLike[str], suffix: str, diags: Diagnostics
+    path: str | os.PathLike[str],
+    root: str | os.PathLike[str],
+    suffix: str,
+    diags: Diagnostics,
+    rejected: Rejections | None = None,
 ) -> Descriptor | None:
-    """Parse one descriptor file; problems become diagnostics, never exceptions."""
-    return _FileParser(os.fspath(path), os.fspath(root), suffix, diags).run()
+    """Parse one descriptor file; problems become diagnostics, never exceptions. A file
+    that is not loaded is noted in ``rejected`` by what it claimed to define."""
+    return _FileParser(os.fspath(path), os.fspath(root), suffix, diags, rejected).run()
 
 
 def resolved_library(kernel: KernelDescriptor) -> str:

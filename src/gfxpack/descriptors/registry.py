@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gfxpack.errors import GfxpackError
-from gfxpack.regular_files import read_regular
+from gfxpack.regular_files import UnreadableFile, read_small_text
 
 KINDS = ("graph_match", "kernel_match", "dispatch", "score")
+# A registry lists a provider's native symbols, a few thousand lines at most.
+MAX_REGISTRY_BYTES = 16 << 20
 
 
 class InvalidRegistry(GfxpackError, ValueError):
@@ -39,11 +41,9 @@ class SymbolRegistry:
     def from_file(cls, path: str | Path) -> SymbolRegistry:
         path = Path(path)
         try:
-            text = read_regular(path).decode("utf-8")
-        except OSError as e:
-            raise InvalidRegistry(f"{path}: cannot read: {e.strerror or e}") from None
-        except UnicodeDecodeError as e:
-            raise InvalidRegistry(f"{path}: not UTF-8 text (byte {e.start})") from None
+            text = read_small_text(path, MAX_REGISTRY_BYTES, "symbol registry")
+        except UnreadableFile as e:
+            raise InvalidRegistry(f"{path}: {e.problem}") from None
         if path.suffix == ".json":
             try:
                 data = json.loads(text)
@@ -58,7 +58,10 @@ class SymbolRegistry:
                 isinstance(v, list) and all(isinstance(s, str) for s in v) for v in data.values()
             ):
                 raise InvalidRegistry(f"{path}: expected an object of kind -> list of symbols")
-            return cls(data)
+            try:
+                return cls(data)
+            except InvalidRegistry as e:  # the kinds are checked there: name the file
+                raise InvalidRegistry(f"{path}: {e}") from None
         symbols: dict[str, list[str]] = {}
         for number, line in enumerate(text.splitlines(), start=1):
             line = line.split("#", 1)[0].strip()

@@ -10,7 +10,7 @@ from typing import Any
 from gfxpack.descriptors.archives import ArchiveSource
 from gfxpack.descriptors.catalog import Catalog, CatalogEntry
 from gfxpack.descriptors.diagnostics import Diagnostics
-from gfxpack.descriptors.parse import resolved_library
+from gfxpack.descriptors.parse import PACK_ENGINE, resolved_library
 from gfxpack.descriptors.types import (
     Descriptor,
     KernelDescriptor,
@@ -167,7 +167,8 @@ class Resolver:
                 self.diags.error(
                     "D404",
                     ued.path,
-                    f"{label} names heuristic {body.heuristic}, which no descriptor defines",
+                    f"{label} names heuristic {body.heuristic}, "
+                    f"{self.undefined('.uhd.json', body.heuristic)}",
                 )
                 return None
         schema = self.catalog.healthy(".kmd.json", body.metadata)
@@ -175,7 +176,8 @@ class Resolver:
             self.diags.error(
                 "D405",
                 ued.path,
-                f"{label} names metadata schema {body.metadata}, which no descriptor defines",
+                f"{label} names metadata schema {body.metadata}, "
+                f"{self.undefined('.kmd.json', body.metadata)}",
             )
             return None
         for knob in body.knobs:
@@ -201,8 +203,12 @@ class Resolver:
                     f"pack '{pack.name}' id={pack.id} {dropped.reason}; dropping the pack",
                 )
         if not packs:
+            rejected = self.catalog.rejected.get((PACK_ENGINE, ued.id))
+            why = f' ("{rejected.path}" names it, but was {rejected.outcome})' if rejected else ""
             self.diags.error(
-                "D408", ued.path, f"engine '{ued.name}' has no loadable kernel pack; dropping it"
+                "D408",
+                ued.path,
+                f"engine '{ued.name}' has no loadable kernel pack{why}; dropping it",
             )
             return None
         matchers = {m.id: m for p in packs for m in p.matchers}
@@ -223,12 +229,16 @@ class Resolver:
         for ident in body.matchers:
             matcher = self.catalog.healthy(".umd.json", ident)
             if matcher is None:
-                raise _PackDropped("D410", f"names matcher {ident}, which no descriptor defines")
+                raise _PackDropped(
+                    "D410", f"names matcher {ident}, {self.undefined('.umd.json', ident)}"
+                )
             matchers.append(matcher)
         dispatch = self.catalog.healthy(".udd.json", body.dispatch)
         if dispatch is None:
             raise _PackDropped(
-                "D411", f"names dispatch descriptor {body.dispatch}, which no descriptor defines"
+                "D411",
+                f"names dispatch descriptor {body.dispatch}, "
+                f"{self.undefined('.udd.json', body.dispatch)}",
             )
         kernels = list(body.kernels)
         for ident in body.references:
@@ -266,7 +276,22 @@ class Resolver:
             )
         if code == "D415":
             return f"names kernel {ident}, which is defined only for another arch"
-        return f"names kernel {ident}, which no descriptor defines"
+        if self._candidates(ident):  # D413 for a conflicted kernel
+            return f"names kernel {ident}, which no descriptor defines"
+        return f"names kernel {ident}, {self.undefined('.ukd.json', ident)}"
+
+    def undefined(self, suffix: str, ident: str) -> str:
+        """Why a reference finds no descriptor: none defines it, or the file that does was
+        rejected (then its own diagnostic, reported earlier, is the one to fix)."""
+        rejected = self.catalog.rejected.get((suffix, ident))
+        catalogued = (
+            bool(self._candidates(ident))  # standalone kernels are keyed by arch too
+            if suffix == ".ukd.json"
+            else (suffix, ident) in self.catalog.entries
+        )
+        if rejected is None or catalogued:
+            return "which no descriptor defines"  # absent, or conflicted (D303/D304)
+        return rejected.reason()
 
     def _candidates(self, ident: str) -> list[CatalogEntry]:
         return self.catalog.kernels_with_id(ident)
@@ -337,7 +362,7 @@ class Resolver:
                     "D409",
                     pack.path,
                     f"pack '{pack.name}' id={pack.id} names engine {pack.body.engine}, "
-                    "which no descriptor defines; dropping it",
+                    f"{self.undefined('.ued.json', pack.body.engine)}; dropping it",
                 )
             for ident in pack.body.references:
                 _, found = self.find_kernel(ident, pack.arch)
