@@ -32,7 +32,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         UPDATE_OPTION,
         action="store_true",
-        help="rewrite the golden files of tests/scenarios/golden instead of comparing",
+        help="rewrite the golden files (tests/scenarios/golden, tests/formats/golden) "
+        "instead of comparing",
     )
 
 

@@ -1,8 +1,9 @@
-"""Golden files: the expected output of a scenario, kept in tests/scenarios/golden/ and
-compared exactly.
+"""Golden files: the expected output of a scenario, kept in tests/scenarios/golden/ (or,
+for what the package writers emit, tests/formats/golden/) and compared exactly.
 
 ``pytest --update-golden`` rewrites the files a test checks from what gfxpack prints
-now, instead of comparing; review ``git diff tests/scenarios/golden`` before keeping it.
+now, instead of comparing; review ``git diff tests/scenarios/golden tests/formats/golden``
+before keeping it.
 Texts that are not gfxpack's output (the seed's own trees and tables) are only read:
 rewriting them from gfxpack would make their test compare gfxpack with itself.
 """
