@@ -14,6 +14,8 @@ class GfxpackError(Exception):
 class StrictFailure(GfxpackError):
     """--strict and at least one warning: each warning is reported as an error."""
 
+    reason = "strict"  # what a --json error says, for scripts (docs/reference/errors.md)
+
     def __init__(self, warnings: Sequence[str]) -> None:
         count = f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}"
         super().__init__("\n".join([*warnings, f"{count}, and --strict makes warnings errors"]))

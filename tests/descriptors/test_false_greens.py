@@ -347,8 +347,13 @@ def test_an_empty_root_says_it_read_nothing_and_fails(tmp_path, command, outcome
     (empty / "provider" / "gfx942" / "notes.json").write_text("{}")
     result = run(command, "--root", str(empty), *(["--json"] if as_json else []))
     assert result.exit_code == 1
-    assert result.stdout == ""
-    assert result.stderr.splitlines()[-1] == (
-        f"error: {empty}: no descriptor file (a name ending in .kmd.json, .uhd.json, "
+    message = (
+        f"{empty}: no descriptor file (a name ending in .kmd.json, .uhd.json, "
         f".ued.json, .umd.json, .udd.json, .kdp.json, .ukd.json): {outcome}"
     )
+    if as_json:  # the error is the JSON document (docs/reference/errors.md)
+        error = {"error": message, "reason": "invalid-input", "option": None}
+        assert json.loads(result.stdout) == error
+        return
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1] == f"error: {message}"

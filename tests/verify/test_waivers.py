@@ -85,6 +85,13 @@ def test_a_stale_waiver_is_a_warning_and_an_error_with_strict(leaky_repo, tmp_pa
     assert strict.exit_code == 1
     assert strict.stderr.startswith("error: waiver arch-set amdrocm-gone8.2 (")
     assert strict.stderr.endswith("1 warning, and --strict makes warnings errors\n")
+    # With --json, --strict's error is the one JSON document on stdout (errors.md).
+    strict_json = verify(leaky_repo, *args, "--strict", "--json")
+    assert (strict_json.exit_code, strict_json.stderr) == (1, "")
+    error = json.loads(strict_json.stdout)
+    assert (error["reason"], error["option"]) == ("strict", None)
+    assert error["error"].startswith("waiver arch-set amdrocm-gone8.2 (")
+    assert error["error"].endswith("\n1 warning, and --strict makes warnings errors")
     quiet = verify(leaky_repo, *args, "--strict", "-q")
     assert quiet.exit_code == 1
     assert quiet.stdout.startswith("FAIL: install ")
@@ -303,13 +310,13 @@ def test_a_missing_unreadable_or_huge_waiver_file_is_one_error(tmp_path):
     root = make_repo(tmp_path, RPM, gfxarch_set())
     missing = tmp_path / "missing.toml"
     result = verify(root, "--waivers", str(missing))
-    assert (result.exit_code, result.stderr) == (1, f"error: {missing}: waiver file not found\n")
+    assert (result.exit_code, result.stderr) == (1, f"error: {missing}: file not found\n")
     fifo = tmp_path / "fifo.toml"
     os.mkfifo(fifo)
     result = verify(root, "--waivers", str(fifo))  # refused, not opened: no hang
     assert result.exit_code == 1
     assert result.stderr == (
-        f"error: {fifo}: cannot read the waiver file: not a regular file (a FIFO)\n"
+        f"error: {fifo}: is a FIFO, expected a regular file\n"
     )
     huge = tmp_path / "huge.toml"
     huge.write_text("# " + "x" * (1 << 20) + "\n")

@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, ParamSpec, TypeVar
 
 import click
 
-from gfxpack.cli.debug import DEBUG, report_bug
+from gfxpack.cli.debug import DEBUG, bug_message, report_bug
+from gfxpack.cli.error_output import (
+    BUG,
+    INTERRUPTED,
+    INVALID_INPUT,
+    json_error,
+    print_json_error,
+    wants_json,
+)
 from gfxpack.errors import GfxpackError, StrictFailure
 
 if TYPE_CHECKING:
@@ -50,21 +58,36 @@ def as_format(
 
 def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
     """A GfxpackError becomes ``error: ...`` lines and exit 1; Ctrl-C exit 130; any other
-    exception one line with a request to report it, exit 1 (``--debug``: the traceback)."""
+    exception one line with a request to report it, exit 1 (``--debug``: the traceback).
+    With ``--json`` each is instead one JSON error object on stdout, same exit status
+    (error_output: the one shape, docs/reference/errors.md)."""
 
     @functools.wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         debug = _debugging()
+        as_json = wants_json(click.get_current_context(silent=True))
         try:
             return command(*args, **kwargs)
         except GfxpackError as e:
             if debug:
                 traceback.print_exc()
+            if as_json:
+                # An error class may name a finer reason (ResolveError, StrictFailure): a
+                # word for scripts to branch on, never a sentence.
+                reason = getattr(e, "reason", None)
+                if not (isinstance(reason, str) and re.fullmatch(r"[a-z][a-z0-9-]*", reason)):
+                    reason = INVALID_INPUT
+                print_json_error(json_error(str(e) or type(e).__name__, reason))
+                sys.exit(1)
             for line in str(e).splitlines() or [type(e).__name__]:
                 click.echo(f"error: {terminal_line(line)}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
-            click.echo("error: interrupted; nothing partial was left behind", err=True)
+            message = "interrupted; nothing partial was left behind"
+            if as_json:
+                print_json_error(json_error(message, INTERRUPTED))
+            else:
+                click.echo(f"error: {message}", err=True)
             sys.exit(130)
         except BrokenPipeError:
             # The reader went away (| head): stop quietly, as other tools do; stdout
@@ -72,11 +95,20 @@ def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
             with contextlib.suppress(OSError, ValueError):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(1)
+        except click.UsageError as e:
+            # Raised by the command itself, after parsing: the top-level group shows it
+            # (one line, or JSON) and needs the command's context to tell whether it can.
+            if e.ctx is None:
+                e.ctx = click.get_current_context(silent=True)
+            raise
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
-            raise  # click's own: usage errors and exits
+            raise  # click's own: exits
         except Exception as e:
             if debug:
                 raise
+            if as_json:
+                print_json_error(json_error(bug_message(e), BUG))
+                sys.exit(1)
             report_bug(e)
 
     return wrapper

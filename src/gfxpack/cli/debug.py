@@ -21,7 +21,13 @@ REPORT_HINT = (
 
 def report_bug(error: Exception) -> NoReturn:
     """An exception gfxpack did not expect: one line, a request to report it, exit 1."""
+    click.echo(f"error: {bug_message(error)}", err=True)
+    sys.exit(1)
+
+
+def bug_message(error: Exception) -> str:
+    """What an exception gfxpack did not expect says: its type, the start of its
+    message, and the request to report it."""
     what = " ".join(str(error).split())[:200]
     detail = f"{type(error).__name__}: {what}" if what else type(error).__name__
-    click.echo(f"error: unexpected {detail} ({REPORT_HINT})", err=True)
-    sys.exit(1)
+    return f"unexpected {detail} ({REPORT_HINT})"

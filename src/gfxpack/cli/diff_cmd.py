@@ -15,8 +15,11 @@ from gfxpack.cli.common import (
     PIN_POLICIES,
     as_format,
     plan_options,
+    reports_errors,
     split_list,
+    terminal_line,
 )
+from gfxpack.cli.error_output import INVALID_INPUT, json_error, print_json_error
 from gfxpack.errors import GfxpackError
 
 if TYPE_CHECKING:
@@ -74,6 +77,7 @@ SAME, DIFFERENT, TROUBLE = 0, 1, 2
     type=click.Choice(MODES),
     help="For a package.json.",
 )
+@reports_errors
 def diff_command(
     old: Path,
     new: Path,
@@ -129,8 +133,11 @@ def diff_command(
             inventory.load(old, fmt, planner, suite), inventory.load(new, fmt, planner, suite)
         )
     except GfxpackError as e:
+        if as_json:
+            print_json_error(json_error(str(e), INVALID_INPUT))
+            sys.exit(TROUBLE)
         for line in str(e).splitlines():
-            click.echo(f"error: {line}", err=True)
+            click.echo(f"error: {terminal_line(line)}", err=True)
         sys.exit(TROUBLE)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))

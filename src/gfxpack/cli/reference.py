@@ -26,7 +26,7 @@ MAN_DIR = Path("man")
 
 
 @dataclass(frozen=True)
-class Entry:
+class CommandEntry:
     """One command of the walk, with the context click renders it in."""
 
     path: tuple[str, ...]  # ("gfxpack", "kpack", "create")
@@ -38,7 +38,7 @@ class Entry:
         return " ".join(self.path)
 
 
-def walk(root: click.Command | None = None) -> Iterator[Entry]:
+def walk(root: click.Command | None = None) -> Iterator[CommandEntry]:
     """Every command, the top-level group first, then subcommands in name order."""
     if root is None:
         from gfxpack.cli import cli
@@ -49,12 +49,12 @@ def walk(root: click.Command | None = None) -> Iterator[Entry]:
 
 def _walk(
     command: click.Command, path: tuple[str, ...], parent: click.Context | None
-) -> Iterator[Entry]:
+) -> Iterator[CommandEntry]:
     # The command's own settings (its -h, --help) as a real invocation has them: click
     # builds a command's help option once, from the first context that asks for it.
     settings = {**command.context_settings, "terminal_width": WIDTH, "max_content_width": WIDTH}
     context = click.Context(command, info_name=path[-1], parent=parent, **settings)
-    yield Entry(path, command, context)
+    yield CommandEntry(path, command, context)
     if isinstance(command, click.Group):
         # list_commands/get_command: the lazy groups import a command only when asked.
         for name in command.list_commands(context):
@@ -63,7 +63,7 @@ def _walk(
                 yield from _walk(sub, (*path, name), context)
 
 
-def cli_markdown(entries: list[Entry]) -> str:
+def cli_markdown(entries: list[CommandEntry]) -> str:
     """docs/reference/cli.md: a contents list, then every command's ``--help``."""
     fence = "`" * 3
     lines = [
@@ -73,7 +73,9 @@ def cli_markdown(entries: list[Entry]) -> str:
         "     a test fails when this page is stale. Do not edit by hand. -->",
         "",
         f"Every command of gfxpack {__version__}, as its `--help` prints it. The same text is",
-        "in the man pages (`man gfxpack`, `man gfxpack-build`, ...).",
+        "in the man pages (`man gfxpack`, `man gfxpack-build`, ...). How a command reports a",
+        "failure, as text or with `--json`, and its exit status: "
+        "[Errors and exit status](errors.md).",
         "",
     ]
     for entry in entries:
@@ -90,16 +92,16 @@ def anchor(title: str) -> str:
     return title.replace(" ", "-")
 
 
-def man_name(entry: Entry) -> str:
+def man_name(entry: CommandEntry) -> str:
     return "-".join(entry.path)
 
 
-def man_pages(entries: list[Entry]) -> dict[str, str]:
+def man_pages(entries: list[CommandEntry]) -> dict[str, str]:
     """File name -> roff text, one page per command."""
     return {f"{man_name(entry)}.1": _man_page(entry, _related(entry, entries)) for entry in entries}
 
 
-def _related(entry: Entry, entries: list[Entry]) -> list[str]:
+def _related(entry: CommandEntry, entries: list[CommandEntry]) -> list[str]:
     """The man pages a page points at: its parent command's and its subcommands'."""
     return [
         man_name(other)
@@ -108,7 +110,7 @@ def _related(entry: Entry, entries: list[Entry]) -> list[str]:
     ]
 
 
-def _man_page(entry: Entry, related: list[str]) -> str:
+def _man_page(entry: CommandEntry, related: list[str]) -> str:
     title = man_name(entry)
     command = entry.command
     summary = command.get_short_help_str(limit=200)

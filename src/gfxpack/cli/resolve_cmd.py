@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from gfxpack.cli.common import max_object_size_option, reports_errors
+from gfxpack.cli.error_output import INVALID_INPUT, json_error
 from gfxpack.errors import GfxpackError
 
 
@@ -79,12 +80,14 @@ def kpack_resolve(
     when it found no library to check.
 
     A split binary's search paths are resolved against its directory, @GFXARCH@
-    is tried as the full target id, then less specific forms, then the family's
-    generic. On split output (before installing), a binary in <name>_generic/
-    finds its archives in the sibling artifacts <name>_<arch>/, where installing
-    puts them beside it. A missing archive and a missing arch are different
-    errors; each says what there is instead (the archives of other arches, the
-    target ids an archive holds). A binary the split kept whole (too small to
+    is tried as the full target id, then each less specific form (gfx942:sramecc+,
+    gfx942:xnack-, gfx942), a miss in one archive falling through to the next; a
+    generic target is never tried, as by the kpack runtime. On split output
+    (before installing), a binary in <name>_generic/ finds its archives in the
+    sibling artifacts <name>_<arch>/, where installing puts them beside it. A
+    missing archive and a missing arch are different errors; each says what
+    there is instead (the archives of other arches, the target ids an archive
+    holds). A binary the split kept whole (too small to
     gain) is reported as "not split: inline code objects for ...", found when
     one of them is for the device.
 
@@ -115,7 +118,7 @@ def kpack_resolve(
     except GfxpackError as e:
         if not as_json:
             raise
-        _print_json({"error": str(e), "reason": "invalid-input"})
+        _print_json(json_error(str(e), INVALID_INPUT))
         sys.exit(1)
     if len(targets) > 1:
         raise click.UsageError(
@@ -152,8 +155,8 @@ def _resolve_binary(
     except GfxpackError as e:
         if not as_json:
             raise
-        error: dict[str, Any] = {"binary": binary, "arch": arch, "error": str(e)}
-        error["reason"] = e.reason if isinstance(e, ResolveError) else "invalid-input"
+        reason = e.reason if isinstance(e, ResolveError) else INVALID_INPUT
+        error = json_error(str(e), reason, binary=binary, arch=arch)
         if isinstance(e, ArchiveNotFound):
             error.update(tried=e.tried, other_archives=e.elsewhere)
         elif isinstance(e, ArchNotFound):
