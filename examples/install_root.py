@@ -1,5 +1,5 @@
 """Install packages from a gfxpack repository into a throwaway root: now ``gfxpack
-try-install`` (src/gfxpack/trial.py), which this script runs for its old command line.
+try-install`` (src/gfxpack/trial/), which this script runs for its old command line.
 
 ``--format deb`` installs with apt-get, ``--format rpm`` with dnf; both run the
 packages' scripts and start from stand-ins for the system packages (see

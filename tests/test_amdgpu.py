@@ -7,7 +7,7 @@ import pytest
 
 from gfxpack import amdgpu
 from gfxpack.amdgpu import (
-    GENERIC,
+    GENERIC_OF,
     GENERIC_PROCESSORS,
     MACH,
     PROCESSORS,
@@ -38,7 +38,7 @@ def test_every_processor_has_one_row_with_e_flags_and_a_driver_number():
     # No two names share an EF_AMDGPU_MACH value: e_flags name one processor.
     assert len(set(MACH.values())) == len(MACH) == len(TABLE) + len(GENERIC_PROCESSORS)
     # Every generic target covers processors, and every processor's generic is one.
-    assert set(GENERIC.values()) == GENERIC_PROCESSORS
+    assert set(GENERIC_OF.values()) == GENERIC_PROCESSORS
     assert all(name.endswith("-generic") for name in GENERIC_PROCESSORS)
 
 

@@ -178,7 +178,7 @@ def test_a_hostile_properties_file_is_one_error(tmp_path: Path) -> None:
     properties.write_text("simd_count 64\n" * 10000)
     result = run("--sysfs", str(tmp_path))
     assert result.exit_code == 1
-    assert "longer than 65536 bytes" in result.output
+    assert "a KFD node's properties file of at most 64 KiB is expected" in result.output
     properties.unlink()
     os.mkfifo(properties)
     result = run("--sysfs", str(tmp_path))

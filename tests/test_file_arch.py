@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from gfxpack import trial
-from gfxpack.amdgpu import GENERIC
+from gfxpack.amdgpu import GENERIC_OF
 from gfxpack.fatbin.split import split_tree
 from gfxpack.file_arch import file_arch
 
@@ -86,7 +86,7 @@ def test_try_installs_cross_arch_check_sees_what_split_routes(path: str, arch: s
     # foreign; for its own arch, or a processor its generic target runs on, it is not.
     other = "gfx90a" if arch != "gfx90a" else "gfx1201"
     assert trial.other_archs("/opt/rocm/" + path, [other]) == [arch]
-    own = next((p for p, generic in GENERIC.items() if generic == arch), arch)
+    own = next((p for p, generic in GENERIC_OF.items() if generic == arch), arch)
     assert trial.other_archs("/opt/rocm/" + path, [own]) == []
 
 

@@ -266,7 +266,7 @@ def test_package_json_that_is_no_file_or_too_big_is_refused(tmp_path, kind):
     config = tmp_path / "package.json"
     if kind == "fifo":
         os.mkfifo(config)  # opening it would wait for a writer forever
-        message = "cannot read file: not a regular file (a FIFO)"
+        message = "is a FIFO, expected a regular file"
     else:
         with open(config, "wb") as file:
             file.truncate((16 << 20) + 1)

@@ -126,8 +126,9 @@ PROCESSORS = frozenset(p.name for p in TABLE if p.in_llvm)
 GENERIC_PROCESSORS = frozenset(GENERIC_MACH)
 # Every name a code object's e_flags can carry, removed processors included.
 MACH: dict[str, int] = {**{p.name: p.mach for p in TABLE}, **GENERIC_MACH}
-# The generic target whose code objects run on each processor of its family.
-GENERIC: dict[str, str] = {p.name: p.generic for p in TABLE if p.generic}
+# The generic target whose code objects run on each processor of its family
+# (gfx942 -> gfx9-4-generic). Not artifact_layout.GENERIC, an artifact's host content.
+GENERIC_OF: dict[str, str] = {p.name: p.generic for p in TABLE if p.generic}
 # Every processor code objects and file names may carry, longest name first, so
 # that the first one a word starts with is the right one (gfx1100 before gfx110...).
 PROCESSORS_BY_LENGTH: tuple[str, ...] = tuple(sorted(sorted(BY_NAME), key=len, reverse=True))
@@ -205,7 +206,7 @@ class TargetId:
         >>> TargetId.parse("gfx942:sramecc+:xnack-").less_specific()
         ['gfx942:sramecc+:xnack-', 'gfx942:sramecc+', 'gfx942:xnack-', 'gfx942', 'gfx9-4-generic']
         """
-        generic = GENERIC.get(self.processor)
+        generic = GENERIC_OF.get(self.processor)
         return self.compatible() + ([generic] if generic else [])
 
     @classmethod
@@ -378,7 +379,7 @@ def processor_problem(name: str, *, generic: bool = False, features: bool = Fals
         return _feature_problem(repr(name), parts)
     lowered = processor.lower()
     if lowered in GENERIC_PROCESSORS:
-        members = sorted((p for p, g in GENERIC.items() if g == lowered and p in PROCESSORS))
+        members = sorted((p for p, g in GENERIC_OF.items() if g == lowered and p in PROCESSORS))
         return (
             f"{name!r} is a generic target, not a processor; give one of the processors "
             f"it covers ({', '.join(sort_targets(members))})"

@@ -25,7 +25,6 @@ its input by the same rules, with the same walker, since its output is packaged 
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -258,28 +257,3 @@ def _entry(
         return Entry(path, kind, final, mtime=mtime)
     identity = (info.st_dev, info.st_ino)
     return Entry(path, kind, final, info.st_size, child.path, mtime=mtime, identity=identity)
-
-
-def read_regular(path: str, limit: int) -> bytes:
-    """A small file's bytes: opened without following a symlink or blocking on a FIFO,
-    refused when it is not a regular file or holds more than ``limit`` bytes."""
-    shown = printable(path)
-    try:
-        info = os.lstat(path)
-        if stat.S_ISLNK(info.st_mode):
-            raise InvalidArtifacts(f"{shown}: is a symlink; gfxpack does not follow it")
-        if not stat.S_ISREG(info.st_mode):
-            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
-            raise InvalidArtifacts(f"{shown}: is {kind}, expected a regular file")
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        with os.fdopen(os.open(path, flags), "rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                raise InvalidArtifacts(f"{shown}: changed while it was read")
-            data = file.read(limit + 1)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise InvalidArtifacts(f"{shown}: is a symlink; gfxpack does not follow it") from None
-        raise InvalidArtifacts(f"{shown}: cannot read: {e.strerror}") from None
-    if len(data) > limit:
-        raise InvalidArtifacts(f"{shown}: larger than {limit:,} bytes; not a manifest")
-    return data

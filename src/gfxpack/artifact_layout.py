@@ -12,13 +12,21 @@ the splitter and the joiner (:mod:`gfxpack.fatbin`) all take these names from he
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import re
 from pathlib import Path
+from typing import Any
 
-from gfxpack.artifact_files import InvalidArtifacts, name_problem, read_regular
-from gfxpack.regular_files import printable
+from gfxpack.artifact_files import InvalidArtifacts, name_problem
+from gfxpack.regular_files import (
+    UnreadableFile,
+    printable,
+    read_small_file,
+    read_small_text,
+    utf8_text,
+)
 
 # name has no underscores; the target may carry an xnack feature (gfx942:xnack+).
 ARTIFACT_DIR = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)_([a-z]+)_([^_/]+)$")
@@ -33,15 +41,25 @@ CANONICAL_THEROCK_DIR = "base_lib_generic/base/aux-overlay/stage/share/therock"
 MANIFEST_LIMIT = 16 << 20
 
 
+def artifact_name(group: str, target: str) -> str:
+    """The directory of ``group``'s (``<name>_<component>``) artifact for ``target``
+    (a GPU target, or :data:`GENERIC`): what :data:`ARTIFACT_DIR` matches.
+
+    >>> artifact_name("blas_lib", GENERIC), artifact_name("blas_lib", "gfx942")
+    ('blas_lib_generic', 'blas_lib_gfx942')
+    """
+    return f"{group}_{target}"
+
+
 def read_manifest(path: Path) -> tuple[str, ...]:
     """The prefixes an ``artifact_manifest.txt`` lists, normalised; the file must be a
     regular file (not a symlink) of UTF-8 lines, each a relative path inside the
     artifact."""
     shown = printable(str(path))
     try:
-        text = read_regular(str(path), MANIFEST_LIMIT).decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InvalidArtifacts(f"{shown}: not UTF-8 text (byte {e.start})") from None
+        text = utf8_text(_read_manifest_file(path), path)
+    except UnreadableFile as e:
+        raise InvalidArtifacts(str(e)) from None
     prefixes = []
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
@@ -57,6 +75,50 @@ def read_manifest(path: Path) -> tuple[str, ...]:
             )
         prefixes.append(normalized)
     return tuple(prefixes)
+
+
+def read_therock_manifest(path: str | os.PathLike[str]) -> tuple[bytes, dict[str, Any]]:
+    """A ``therock_manifest.json``'s bytes and the JSON object they hold, whose "flags"
+    is an object (an empty one when the file has none); the file must be a regular file
+    (not a symlink). InvalidArtifacts naming the file when it is not one."""
+    shown = printable(os.fspath(path))
+    data = _read_manifest_file(path)
+    try:
+        manifest = json.loads(data)
+    except ValueError as e:
+        raise InvalidArtifacts(f"{shown}: not a JSON object: {e}") from None
+    except RecursionError:
+        raise InvalidArtifacts(f"{shown}: not a manifest: JSON nested too deeply") from None
+    if not isinstance(manifest, dict):
+        raise InvalidArtifacts(f"{shown}: not a JSON object")
+    if not isinstance(manifest.setdefault("flags", {}), dict):
+        raise InvalidArtifacts(f"{shown}: 'flags' is not an object")
+    return data, manifest
+
+
+def says_kpack_split(manifest: dict[str, Any]) -> bool:
+    """Whether a TheRock manifest (as :func:`read_therock_manifest` gives it) says
+    {"flags": {"KPACK_SPLIT_ARTIFACTS": true}}: its artifacts hold .kpack archives."""
+    return manifest["flags"].get("KPACK_SPLIT_ARTIFACTS") is True
+
+
+def read_artifact_names(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The artifact directory names a release's list holds (``build --release-artifacts``:
+    one a line, as ``ls ARTIFACTS`` prints them; blank lines skipped); InvalidArtifacts
+    naming the file when it is no small UTF-8 text file."""
+    try:
+        text = read_small_text(path, MANIFEST_LIMIT, "list of artifact directories")
+    except UnreadableFile as e:
+        raise InvalidArtifacts(str(e)) from None
+    return tuple(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _read_manifest_file(path: str | os.PathLike[str]) -> bytes:
+    """A manifest's bytes by the one small-file reader's rules, a symlink not followed."""
+    try:
+        return read_small_file(path, MANIFEST_LIMIT, "manifest", follow_symlinks=False)
+    except UnreadableFile as e:
+        raise InvalidArtifacts(str(e)) from None
 
 
 def artifact_directories(root: Path) -> tuple[list[str], list[str]]:

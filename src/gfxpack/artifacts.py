@@ -15,7 +15,6 @@ install (Decision 7).
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 from collections.abc import Mapping
@@ -25,7 +24,6 @@ from pathlib import Path
 from gfxpack.artifact_files import (
     InvalidArtifacts,
     printable,
-    read_regular,
     real_directory,
     walk,
 )
@@ -33,10 +31,11 @@ from gfxpack.artifact_layout import (
     CANONICAL_THEROCK_DIR,
     GENERIC,
     MANIFEST,
-    MANIFEST_LIMIT,
     THEROCK_MANIFEST,
     artifact_directories,
     read_manifest,
+    read_therock_manifest,
+    says_kpack_split,
 )
 from gfxpack.config import ArtifactSource
 from gfxpack.errors import GfxpackError
@@ -111,16 +110,7 @@ def _kpack_split(root: Path) -> bool:
 
 
 def _says_kpack_split(manifest: str) -> bool:
-    data = read_regular(manifest, MANIFEST_LIMIT)
-    try:
-        flags = json.loads(data).get("flags", {})
-    except (ValueError, AttributeError) as e:
-        raise InvalidArtifacts(f"{printable(manifest)}: not a JSON object: {e}") from None
-    except RecursionError:
-        raise InvalidArtifacts(
-            f"{printable(manifest)}: not a manifest: JSON nested too deeply"
-        ) from None
-    return isinstance(flags, dict) and flags.get("KPACK_SPLIT_ARTIFACTS") is True
+    return says_kpack_split(read_therock_manifest(manifest)[1])
 
 
 def _find(root: Path, name: str) -> list[str]:

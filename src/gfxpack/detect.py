@@ -22,7 +22,7 @@ from pathlib import Path
 
 from gfxpack.amdgpu import TargetId, processor_of, sort_targets
 from gfxpack.errors import GfxpackError
-from gfxpack.regular_files import open_regular, printable
+from gfxpack.regular_files import UnreadableFile, open_regular, printable, read_capped
 from gfxpack.safe_tree import Tree, TreeError
 
 NODES = Path("sys/class/kfd/kfd/topology/nodes")
@@ -75,16 +75,10 @@ def read_properties(path: Path, root: Path | None = None) -> dict[str, int]:
     ``root``: the tree the file must stay in; the links on the way are followed (in
     sysfs /sys/class is links) only to a place inside it."""
     fd = _open_inside(root, path) if root is not None else _open(path)
-    with os.fdopen(fd, "rb") as file:
-        try:
-            data = file.read(MAX_PROPERTIES_SIZE + 1)
-        except OSError as e:
-            raise DetectError(f"{printable(str(path))}: cannot read: {e.strerror or e}") from None
-    if len(data) > MAX_PROPERTIES_SIZE:
-        raise DetectError(
-            f"{printable(str(path))}: longer than {MAX_PROPERTIES_SIZE} bytes, "
-            "expected a KFD node's properties"
-        )
+    try:
+        data = read_capped(fd, path, MAX_PROPERTIES_SIZE, "KFD node's properties file")
+    except UnreadableFile as e:
+        raise DetectError(str(e)) from None
     properties: dict[str, int] = {}
     # Split at newlines only: splitlines() also splits at \x1c or \x85, which would
     # number the lines differently from an editor.

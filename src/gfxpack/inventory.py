@@ -12,17 +12,19 @@ are not compared.
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gfxpack import views
+from gfxpack import build_index, views
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import DEB, PackageFormat
-from gfxpack.outdir import INDEX
+from gfxpack.outdir import INDEX, INDEX_LIMIT
 from gfxpack.plan import ReleasePlan
+from gfxpack.regular_files import UnreadableFile, read_small_text
 from gfxpack.relations import InvalidRelation
 from gfxpack.repo.debfile import InvalidDeb, read_deb
 from gfxpack.verify.rules import arch_of
@@ -82,7 +84,7 @@ def load(
             f"{path}: neither a build directory (no {INDEX}) nor a {fmt} repository "
             "(no dists/ or repodata/, no apt/ or rpm/)"
         )
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise InventoryError(f"{path}: no such file or directory")
     data = _read_json(path)
     if isinstance(data, list):
@@ -98,11 +100,13 @@ def load(
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise InventoryError(f"{path}: cannot read: {e}") from None
+        return json.loads(read_small_text(path, INDEX_LIMIT, "JSON document"))
+    except UnreadableFile as e:
+        raise InventoryError(str(e)) from None
     except ValueError as e:
         raise InventoryError(f"{path}: not JSON: {e}") from None
+    except RecursionError:
+        raise InventoryError(f"{path}: not JSON gfxpack reads: nested too deeply") from None
 
 
 def from_plan(plan: ReleasePlan, fmt: PackageFormat, source: str) -> Inventory:
@@ -126,15 +130,11 @@ def from_plan(plan: ReleasePlan, fmt: PackageFormat, source: str) -> Inventory:
 def from_build(build: Path, fmt: PackageFormat) -> Inventory:
     """The packages of ``fmt`` an index.json lists, each read from its file."""
     index = build / INDEX
-    data = _read_json(index)
     try:
-        listed = [
-            (item["file"], item.get("kind")) for item in data["files"] if item["format"] == fmt.name
-        ]
-    except (KeyError, TypeError) as e:
-        raise InventoryError(
-            f"{index}: not a gfxpack build index (no {e} in a file entry)"
-        ) from None
+        read = build_index.read(build)
+    except build_index.InvalidBuildIndex as e:
+        raise InventoryError(str(e)) from None
+    listed = [(item.file, item.kind) for item in read.files if item.format == fmt.name]
     if not listed:
         raise InventoryError(f"{index}: the build has no {fmt} packages")
     packages = {}

@@ -142,11 +142,13 @@ def same_bytes(one: str | os.PathLike[str], other: str | os.PathLike[str]) -> bo
 class UnreadableFile(GfxpackError, ValueError):
     """A small input file gfxpack cannot take: missing, not a regular file, larger than
     its cap or not UTF-8. ``problem`` says which without the path, for a caller that
-    shows the path its own way; the message is ``<path>: <problem>``."""
+    shows the path its own way; the message is ``<path>: <problem>``. ``missing``: there
+    is no such file (for a caller that says what a missing file means)."""
 
-    def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
+    def __init__(self, path: str | os.PathLike[str], problem: str, missing: bool = False) -> None:
         self.path = os.fspath(path)
         self.problem = problem
+        self.missing = missing
         super().__init__(f"{printable(self.path)}: {problem}")
 
 
@@ -170,7 +172,7 @@ def read_small_file(
     try:
         fd = open_regular(path, follow_symlinks=follow_symlinks)
     except FileNotFoundError:
-        raise UnreadableFile(path, "file not found") from None
+        raise UnreadableFile(path, "file not found", missing=True) from None
     except NotARegularFile as e:
         raise UnreadableFile(path, _refusal(e.kind)) from None
     except OSError as e:
@@ -190,7 +192,10 @@ def read_capped(fd: int, path: str | os.PathLike[str], limit: int, what: str) ->
         except OSError as e:
             raise UnreadableFile(path, _unreadable(what, e)) from None
     if len(data) > limit:
-        raise UnreadableFile(path, f"a {what} of at most {size_in_words(limit)} is expected")
+        article = "an" if what[:1].lower() in ("a", "e", "i", "o", "u") else "a"
+        raise UnreadableFile(
+            path, f"{article} {what} of at most {size_in_words(limit)} is expected"
+        )
     return data
 
 

@@ -10,10 +10,9 @@ repository, libsolv's resolution of it (what apt and dnf would install).
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from gfxpack import graphviz, views
+from gfxpack import build_index, graphviz, views
+from gfxpack.build_index import BuildIndex, IndexedFile
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import FORMATS, PackageFormat
 from gfxpack.outdir import INDEX
@@ -129,20 +129,20 @@ def make(build: Path, fmt: PackageFormat | None = None, repo: Path | None = None
     """The report of the build in ``build``; sizes of ``fmt`` (default: the first format
     built, in FORMATS order: deb if built)."""
     index = _read_index(build)
-    plan = views.plan_from_dict(index.get("plan"), f"{build / INDEX} (its plan)")
-    files = index["files"]
-    built_formats = sorted({f["format"] for f in files})
+    plan = views.plan_from_dict(index.plan, f"{build / INDEX} (its plan)")
+    files = index.files
+    built_formats = sorted({f.format or "" for f in files})
     if fmt is None:
         fmt = next((f for f in FORMATS if f.name in built_formats), None)
         if fmt is None:
             raise ReportError(f"{build / INDEX}: the build has no packages")
     if fmt.name not in built_formats:
         raise ReportError(f"{build / INDEX}: the build has no {fmt} packages")
-    sizes = {f["package"]: f for f in files if f["format"] == fmt.name}
+    sizes = {f.package or "": f for f in files if f.format == fmt.name}
     missing = [p.key for p in plan.packages if p.key not in sizes]
     if missing:
         raise ReportError(f"{build / INDEX}: its plan has {missing[0]}, but no {fmt} file of it")
-    unplanned = [f["package"] for f in files if f["package"] not in plan.by_key]
+    unplanned = [f.package for f in files if f.package not in plan.by_key]
     if unplanned:
         raise ReportError(
             f"{build / INDEX}: lists a file of {unplanned[0]}, which its plan has not"
@@ -160,14 +160,14 @@ def make(build: Path, fmt: PackageFormat | None = None, repo: Path | None = None
     counts: dict[str, dict[str, int]] = {}
     kinds = {p.key: p.kind for p in plan.packages}
     for kind in Kind:
-        per_format = Counter(f["format"] for f in files if kinds.get(f["package"]) is kind)
+        per_format = Counter(f.format for f in files if kinds.get(f.package or "") is kind)
         if per_format:
             counts[kind.title] = {f: per_format.get(f, 0) for f in built_formats}
     totals = {
         f: {
-            "packages": sum(1 for x in files if x["format"] == f),
-            "download": sum(x["size"] for x in files if x["format"] == f),
-            "installed": sum(x.get("installed_size", 0) for x in files if x["format"] == f),
+            "packages": sum(1 for x in files if x.format == f),
+            "download": sum(x.size for x in files if x.format == f),
+            "installed": sum(x.installed_size or 0 for x in files if x.format == f),
         }
         for f in built_formats
     }
@@ -181,13 +181,13 @@ def make(build: Path, fmt: PackageFormat | None = None, repo: Path | None = None
         installs=_installs(plan, fmt, measure),
         biggest=[
             {
-                "package": plan.by_key[f["package"]].name(fmt),
-                "kind": str(plan.by_key[f["package"]].kind),
-                "arch": plan.by_key[f["package"]].arch,
-                "download": f["size"],
-                "installed": f.get("installed_size", 0),
+                "package": plan.by_key[key].name(fmt),
+                "kind": str(plan.by_key[key].kind),
+                "arch": plan.by_key[key].arch,
+                "download": f.size,
+                "installed": f.installed_size or 0,
             }
-            for f in sorted(sizes.values(), key=lambda f: (-f["size"], f["package"]))[:BIGGEST]
+            for key, f in sorted(sizes.items(), key=lambda kf: (-kf[1].size, kf[0]))[:BIGGEST]
         ],
         pictures={
             base: views.dot(plan, plan.family(base), fmt, legend=False)
@@ -196,33 +196,23 @@ def make(build: Path, fmt: PackageFormat | None = None, repo: Path | None = None
     )
 
 
-def _read_index(build: Path) -> dict[str, Any]:
+def _read_index(build: Path) -> BuildIndex:
+    """The build's index, with its plan and, for every file, what the report counts."""
     path = build / INDEX
     if not build.is_dir():
         raise ReportError(f"{build}: not a directory (give the --out directory of gfxpack build)")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        index = build_index.read(build)
+    except build_index.MissingBuildIndex:
         raise ReportError(f"{build}: no {INDEX} (not a gfxpack build directory)") from None
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise ReportError(f"{path}: not readable JSON: {e}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("files"), list):
-        raise ReportError(f"{path}: not a gfxpack build index (no files list)")
-    if "plan" not in data:
+    except build_index.InvalidBuildIndex as e:
+        raise ReportError(str(e)) from None
+    if index.plan is None:
         raise ReportError(f"{path}: records no plan (built by an older gfxpack); build it again")
-    for i, item in enumerate(data["files"]):
-        if (
-            not isinstance(item, dict)
-            or not all(
-                isinstance(item.get(k), t)
-                for k, t in (("package", str), ("format", str), ("size", int))
-            )
-            or not isinstance(item.get("installed_size", 0), int)
-        ):
-            raise ReportError(
-                f"{path}: /files/{i}: expected package, format, size and installed_size"
-            )
-    return data
+    for i, item in enumerate(index.files):
+        if item.package is None or item.format is None:
+            raise ReportError(f"{path}: /files/{i}: expected package and format")
+    return index
 
 
 def install_set(plan: ReleasePlan, key: str, fmt: PackageFormat) -> set[str]:
@@ -268,20 +258,17 @@ def _libsolv(plan: ReleasePlan, repo: Path, fmt: PackageFormat) -> Resolver:
     return resolver
 
 
-def measure_sizes(plan: ReleasePlan, keys: set[str], files: dict[str, dict[str, Any]]) -> Sizes:
+def measure_sizes(plan: ReleasePlan, keys: set[str], files: Mapping[str, IndexedFile]) -> Sizes:
     device = [k for k in keys if plan.by_key[k].kind is Kind.DEVICE]
     host = [k for k in keys if plan.by_key[k].kind is not Kind.DEVICE]
 
-    def total(chosen: list[str], field_name: str) -> int:
-        return sum(int(files[k].get(field_name, 0)) for k in chosen)
+    def download(chosen: list[str]) -> int:
+        return sum(files[k].size for k in chosen if k in files)
 
-    return Sizes(
-        len(keys),
-        total(host, "size"),
-        total(device, "size"),
-        total(host, "installed_size"),
-        total(device, "installed_size"),
-    )
+    def installed(chosen: list[str]) -> int:
+        return sum(files[k].installed_size or 0 for k in chosen if k in files)
+
+    return Sizes(len(keys), download(host), download(device), installed(host), installed(device))
 
 
 def _installs(

@@ -89,7 +89,11 @@ WALK_SAYS = "is a FIFO; only regular files, directories and symlinks can be pack
 def _cases() -> dict[str, Callable[[Path], tuple[list[str], Path, str]]]:
     """id: (tmp) -> (the command's arguments, the FIFO, what the error says of it)."""
 
-    def named(option: str, *before: str, after: tuple[str, ...] = ()) -> Callable:
+    def named(
+        option: str, *before: str | Callable[[Path], str], after: tuple[str, ...] = ()
+    ) -> Callable:
+        """``option`` given the FIFO, after ``before`` (a function: made in tmp)."""
+
         def case(tmp: Path) -> tuple[list[str], Path, str]:
             path = fifo(tmp / "input")
             args = [a(tmp) if callable(a) else a for a in before]
@@ -226,3 +230,27 @@ def test_a_fifo_is_one_error_naming_it_and_no_wait(tmp_path: Path, case: Callabl
     assert len(errors) == 1, result.stderr
     assert errors[0].startswith("error: ") and str(path) in errors[0]
     assert re.search(says, errors[0]), errors[0]
+
+
+def test_an_oci_base_whose_index_is_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
+    """``image --base oci:DIR`` reads DIR/index.json only after resolving the packages
+    against a repository, so its reader is called directly (in a child process, for
+    the timeout)."""
+    layout = tmp_path / "base"
+    layout.mkdir()
+    (layout / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
+    fifo(layout / "index.json")
+    code = (
+        "import sys; from pathlib import Path; from gfxpack.image.base import read_base\n"
+        "try:\n"
+        f"    read_base('oci:{layout}', Path({str(tmp_path / 'scratch')!r}))\n"
+        "except Exception as e:\n"
+        "    sys.exit(f'{type(e).__name__}: {e}')\n"
+    )
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"reading the OCI layout {layout} waited on the FIFO index.json")
+    assert result.stderr == f"ImageError: base oci:{layout}: index.json: {REFUSED}\n"

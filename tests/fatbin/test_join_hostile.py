@@ -23,7 +23,7 @@ from gfxpack.artifact_files import symlink_target_problem
 from gfxpack.cli import cli
 from gfxpack.fatbin.join import join_tree
 from gfxpack.fatbin.reader import HIPF
-from gfxpack.fatbin.split import INDEX, LITERALS, split_tree
+from gfxpack.fatbin.split import LITERALS, SPLIT_INDEX, split_tree
 from gfxpack.kpack import KpackWriter
 from tests.conftest import tmpfs
 from tests.fatbin.conftest import HipBuild
@@ -97,7 +97,7 @@ def planted(tmp_path: Path) -> Planted:
 
 
 def forge(split: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    record = split / INDEX
+    record = split / SPLIT_INDEX
     index = msgpack.unpackb(record.read_bytes(), raw=False)
     change(index)
     record.write_bytes(msgpack.packb(index, use_bin_type=True))
@@ -157,7 +157,7 @@ def test_a_destination_climbing_out_of_out_is_refused(split, tmp_path, planted):
     out = tmp_path / "joined"
     refused(
         join(split, out),
-        f"{split / INDEX}: /jobs/0/files/",
+        f"{split / SPLIT_INDEX}: /jobs/0/files/",
         "path in OUT '../outside/victim': expected a relative path inside it",
     )
     assert planted.unchanged()
@@ -272,7 +272,7 @@ def test_a_copied_directory_that_is_a_symlink_out_is_refused(split, tmp_path, pl
     out = tmp_path / "joined"
     refused(
         join(split, out),
-        f"{split / INDEX}: /copied/1: {split / 'evil_dev_generic'}: is a symlink",
+        f"{split / SPLIT_INDEX}: /copied/1: {split / 'evil_dev_generic'}: is a symlink",
     )
     assert planted.unchanged()
     nothing_left(out)
@@ -319,7 +319,7 @@ def test_a_record_or_data_file_that_is_a_symlink_is_refused(split, tmp_path, pla
     out = tmp_path / "joined"
     refused(join(split, out), f"{split / LITERALS}: not a regular file (a symlink)")
     (split / LITERALS).unlink()
-    record = split / INDEX
+    record = split / SPLIT_INDEX
     shutil.move(record, planted.dir / "record")
     record.symlink_to(planted.dir / "record")
     refused(join(split, out), f"{record}: not a regular file (a symlink)")
@@ -365,7 +365,7 @@ def test_a_failed_forced_join_leaves_the_old_out(split, tmp_path, planted):
 def test_out_inside_or_around_the_split_is_refused(split, tmp_path):
     refused(join(split, split / "joined"), "must not be inside the split")
     refused(join(split, tmp_path, "--force"), "must not contain the split")
-    assert (split / INDEX).is_file()
+    assert (split / SPLIT_INDEX).is_file()
 
 
 def test_setuid_bits_are_not_copied(split, tmp_path):
@@ -482,7 +482,7 @@ def elf_split(tmp_path: Path) -> Path:
     library.parent.mkdir(parents=True)
     library.write_bytes(fat_elf(uncompressed(DEVICES), [(HIPF, 0, 0)])[0])
     split_tree(tmp_path / "tree", tmp_path / "split", name="demo_lib")
-    assert binary(msgpack.unpackb((tmp_path / "split" / INDEX).read_bytes()))[0] == HOST
+    assert binary(msgpack.unpackb((tmp_path / "split" / SPLIT_INDEX).read_bytes()))[0] == HOST
     return tmp_path / "split"
 
 
@@ -583,7 +583,7 @@ def test_split_keeps_whole_a_binary_join_would_refuse(tmp_path):
         "kept whole: its device code is almost all zero bytes: 273,626 zero bytes in an "
         "original of 278,952, more than 15 for each other byte"
     ]
-    index = msgpack.unpackb((tmp_path / "split" / INDEX).read_bytes())
+    index = msgpack.unpackb((tmp_path / "split" / SPLIT_INDEX).read_bytes())
     assert "binary" not in [entry[2] for entry in files(index)]
     assert (tmp_path / "split" / LITERALS).stat().st_size == 0
     join_tree(tmp_path / "split", tmp_path / "joined")
@@ -591,8 +591,8 @@ def test_split_keeps_whole_a_binary_join_would_refuse(tmp_path):
 
 
 def test_a_record_that_is_a_fifo_is_refused_without_blocking(split, tmp_path):
-    (split / INDEX).unlink()
-    os.mkfifo(split / INDEX)
+    (split / SPLIT_INDEX).unlink()
+    os.mkfifo(split / SPLIT_INDEX)
     out = tmp_path / "joined"
-    refused(join(split, out), f"{split / INDEX}: not a regular file (a FIFO)")
+    refused(join(split, out), f"{split / SPLIT_INDEX}: not a regular file (a FIFO)")
     nothing_left(out)

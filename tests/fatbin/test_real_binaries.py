@@ -18,7 +18,7 @@ from gfxpack.cli import cli
 from gfxpack.fatbin.join import join_tree
 from gfxpack.fatbin.reader import FatBinary
 from gfxpack.fatbin.resolve import ArchiveNotFound, ArchNotFound, resolve
-from gfxpack.fatbin.split import read_index, split_tree
+from gfxpack.fatbin.split import read_split_index, split_tree
 from tests.fatbin.conftest import BUNDLER, TARGETS, HipBuild
 
 PAGE = 4096
@@ -175,7 +175,7 @@ def test_rerun_gives_identical_bytes(split_out):
     for relpath in first:
         if (again / relpath).is_file() and not (again / relpath).is_symlink():
             assert (again / relpath).read_bytes() == (split_out["out"] / relpath).read_bytes()
-    assert read_index(again)["jobs"][0]["archives"] == {
+    assert read_split_index(again)["jobs"][0]["archives"] == {
         "gfx1030": "demo_lib_gfx1030/stage/.kpack/demo_lib_gfx1030.kpack",
         "gfx906": "demo_lib_gfx906/stage/.kpack/demo_lib_gfx906.kpack",
         "gfx90a": "demo_lib_gfx90a/stage/.kpack/demo_lib_gfx90a.kpack",
@@ -217,7 +217,19 @@ def test_cli_resolve_prints_and_writes_each_code_object(split_out, tmp_path, mon
     off = runner.invoke(cli, ["kpack", "resolve", str(library), "--arch", "gfx1030"])
     assert off.exit_code == 1 and "turned off by ROCM_KPACK_DISABLE" in off.stderr
     monkeypatch.delenv("ROCM_KPACK_DISABLE")
-    fat = runner.invoke(
-        cli, ["kpack", "resolve", str(split_out["tree"] / LAYOUT["two"]), "--arch", "gfx1030"]
+    # The unsplit binary: its inline code objects are what the runtime loads, so a
+    # device they cover is found (exit 0), one they do not is not, and there is no
+    # archive to write code objects from.
+    unsplit = str(split_out["tree"] / LAYOUT["two"])
+    fat = runner.invoke(cli, ["kpack", "resolve", unsplit, "--arch", "gfx1030"])
+    assert fat.exit_code == 0, fat.output
+    assert fat.output.startswith(f"{unsplit}: not split: inline code objects for ")
+    assert "gfx1030" in fat.output.splitlines()[0]
+    absent = runner.invoke(cli, ["kpack", "resolve", unsplit, "--arch", "gfx942"])
+    assert absent.exit_code == 1 and "not split" in absent.stderr, absent.output
+    assert "gfx1030" in absent.stderr  # says what it holds instead
+    written = runner.invoke(
+        cli, ["kpack", "resolve", unsplit, "--arch", "gfx1030", "--out", str(tmp_path / "fat")]
     )
-    assert fat.exit_code == 1 and "not split" in fat.stderr
+    assert written.exit_code == 1 and "no archive to write code objects from" in written.stderr
+    assert not (tmp_path / "fat").exists()

@@ -142,7 +142,7 @@ def test_a_changelog_that_is_a_fifo_is_refused(tmp_path):
     os.mkfifo(source)  # opening it would wait for a writer forever
     with pytest.raises(ChangelogError) as error:
         parse_changelog(source)
-    assert str(error.value) == f"{source}: cannot read the changelog (not a regular file (a FIFO))"
+    assert str(error.value) == f"{source}: is a FIFO, expected a regular file"
 
 
 def test_crlf_line_ends_are_line_ends(tmp_path):

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from gfxpack.errors import GfxpackError
 from gfxpack.fatbin.join import join_tree
-from gfxpack.fatbin.split import INDEX, split_tree
+from gfxpack.fatbin.split import SPLIT_INDEX, split_tree
 from tests.fatbin.conftest import build_once
 from tests.fatbin.test_join_hostile import FAT, GENERIC, PREFIX, make_artifacts
 from tests.fuzz.conftest import fuzz_settings, kept_inputs
@@ -50,7 +50,7 @@ def _state(root: Path) -> dict[str, tuple[Any, ...]]:
     """Every entry under ``root`` but OUT and the record: inode, links, size, bytes."""
     state: dict[str, tuple[Any, ...]] = {}
     for path in sorted(root.rglob("*")):
-        if path.name == INDEX or path.is_relative_to(root / "joined"):
+        if path.name == SPLIT_INDEX or path.is_relative_to(root / "joined"):
             continue
         info = path.lstat()
         content: Any = None
@@ -94,7 +94,7 @@ def make_seed(root: Path, fat_binary: Path | None) -> Seed:
     # Links an entry may be pointed at: out of the split, to a directory and a file.
     (split / GENERIC / "dir_out").symlink_to(outside)
     (split / GENERIC / "file_out").symlink_to(outside / "victim")
-    record = (split / INDEX).read_bytes()
+    record = (split / SPLIT_INDEX).read_bytes()
     named = sorted(set(_record_paths(msgpack.unpackb(record, raw=False))))
     return Seed(
         root,
@@ -109,7 +109,7 @@ def make_seed(root: Path, fat_binary: Path | None) -> Seed:
 def exercise(seed: Seed, record: bytes) -> None:
     """Join ``seed``'s split under ``record``: only GfxpackError may come out, nothing
     outside OUT may change, and what OUT holds comes from the input or the split."""
-    (seed.split / INDEX).write_bytes(record)
+    (seed.split / SPLIT_INDEX).write_bytes(record)
     shutil.rmtree(seed.out, ignore_errors=True)
     try:
         join_tree(seed.split, seed.out)
@@ -122,7 +122,7 @@ def exercise(seed: Seed, record: bytes) -> None:
             if path.is_file() and not path.is_symlink():
                 assert hashlib.sha256(path.read_bytes()).digest() in allowed, path
     finally:
-        (seed.split / INDEX).write_bytes(seed.record)
+        (seed.split / SPLIT_INDEX).write_bytes(seed.record)
     assert _state(seed.root) == seed.before
     shutil.rmtree(seed.out, ignore_errors=True)
 

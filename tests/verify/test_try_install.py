@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from gfxpack import trial
 from gfxpack.cli import cli
-from gfxpack.cli.try_install_cmd import CLIENT_NAMES
+from gfxpack.cli.try_install_cmd import CLIENT_NAMES, DEFAULT_TIMEOUT
 from gfxpack.formats import DEB, RPM
 from gfxpack.verify.system import read_system
 from gfxpack.views import reachable
@@ -102,6 +103,10 @@ def test_the_command_offers_the_librarys_clients():
     assert tuple(trial.CLIENTS) == CLIENT_NAMES
 
 
+def test_the_commands_default_timeout_is_the_librarys():
+    assert DEFAULT_TIMEOUT == trial.DEFAULT_TIMEOUT == 1800
+
+
 @pytest.mark.slow
 def test_a_file_of_another_arch_is_reported_with_its_package_and_fails(example_repo, tmp_path):
     root = tmp_path / "root"
@@ -111,7 +116,7 @@ def test_a_file_of_another_arch_is_reported_with_its_package_and_fails(example_r
     )
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
-        f"error: installing {TARGET} amdrocm-blas8.2-gfx1100 brought 3 packages and 13 files "
+        f"error: installing {TARGET} amdrocm-blas8.2-gfx1100 brought 3 packages and 19 files "
         "of another arch than gfx942 (gfx1100)"
     ]
     text = result.stdout
@@ -122,7 +127,7 @@ def test_a_file_of_another_arch_is_reported_with_its_package_and_fails(example_r
     ) in text
     # Every gfx1100 file in the root is listed, and nothing else.
     listed = {line.split()[0] for line in text.splitlines() if line.endswith(" (gfx1100)")}
-    assert listed == files_naming(root, "gfx1100") and len(listed) == 13
+    assert listed == files_naming(root, "gfx1100") and len(listed) == 19
 
 
 @pytest.mark.slow
@@ -163,7 +168,7 @@ def test_keep_keeps_the_temporary_root_and_a_rerun_replaces_it(example_repo):
         assert again.exit_code == 0, again.output + again.stderr
         assert not (root / "leftover").exists() and (root / "opt/rocm/core").is_symlink()
     finally:
-        trial.shutil.rmtree(root)
+        shutil.rmtree(root)
 
 
 def test_a_missing_package_is_one_error_before_anything_is_made(example_repo, tmp_path):
@@ -228,7 +233,7 @@ def test_an_unknown_arch_is_refused_with_a_suggestion(example_repo):
 
 
 def test_it_needs_root(example_repo, monkeypatch):
-    monkeypatch.setattr(trial.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(trial.TrialError, match=r"^try-install needs root: dnf installs as root"):
         trial.try_install(example_repo, [TARGET])
 

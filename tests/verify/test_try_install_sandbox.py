@@ -31,20 +31,25 @@ from tests.verify.test_try_install import fails, try_install
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap not installed")
 
-# The slow package's postinst sleeps this long (a number no other process sleeps).
+# The slow package's postinst sleeps this long (a number no other process sleeps); the
+# endless package's sleeps this long again and again.
 SLEEP = 4242
+ENDLESS = 4343
 
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory) -> tuple[Path, Path]:
-    """(a repository of ``hostile`` as .deb and .rpm and of ``slow``, a .deb whose
-    postinst sleeps; the host path ``hostile`` writes)."""
+    """(a repository of ``hostile`` as .deb and .rpm, of ``slow``, a .deb whose postinst
+    sleeps, and of ``endless``, one whose postinst never ends; the host path ``hostile``
+    writes)."""
     base = tmp_path_factory.mktemp("hostile")
     (base / "outside").mkdir()
     sentinel = base / "outside/pwned"
     packages = base / "packages"
     hostile_deb(packages, "hostile", postinst_writing(sentinel))
     hostile_deb(packages, "slow", f'echo started > "$DPKG_ROOT/started"\nsleep {SLEEP}')
+    forever = f'echo started > "$DPKG_ROOT/started"\nwhile :; do sleep {ENDLESS}; done'
+    hostile_deb(packages, "endless", forever)
     escaping_rpm(packages, "hostile", sentinel, base / "work")
     return published(packages, base / "repo"), sentinel
 
@@ -154,13 +159,13 @@ def test_no_scripts_is_refused_where_the_client_cannot_skip_them(client, hostile
 # --- interrupted and killed runs -----------------------------------------------------------
 
 
-def start(repo: Path, tmpdir: Path, *args: str) -> subprocess.Popen[str]:
-    """gfxpack try-install of ``slow`` in a process of its own, with ``tmpdir`` as its
-    temporary directory."""
+def start(repo: Path, tmpdir: Path, *args: str, package: str = "slow") -> subprocess.Popen[str]:
+    """gfxpack try-install of ``package`` with apt-get in a process of its own, with
+    ``tmpdir`` as its temporary directory."""
     command = [sys.executable, "-m", "gfxpack", "try-install", "--repo", str(repo), *args]
     env = {**os.environ, "TMPDIR": str(tmpdir)}
     return subprocess.Popen(
-        [*command, "--client", "apt", "slow"],
+        [*command, "--client", "apt", package],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -182,8 +187,9 @@ def wait_for(path_glob: str, where: Path, process: subprocess.Popen[str]) -> Pat
     pytest.fail(f"no {path_glob} under {where} in 180 s: {process.communicate()}")
 
 
-def sleepers() -> list[int]:
-    """The processes running the slow package's postinst's sleep, once there is one."""
+def sleepers(seconds: int = SLEEP) -> list[int]:
+    """The processes running the slow package's postinst's sleep (or another that sleeps
+    ``seconds``), once there is one."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         found = []
@@ -192,7 +198,7 @@ def sleepers() -> list[int]:
                 words = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if words[:2] == [b"sleep", str(SLEEP).encode()]:
+            if words[:2] == [b"sleep", str(seconds).encode()]:
                 found.append(int(entry.name))
         if found:
             return found
@@ -231,6 +237,31 @@ def test_an_interrupted_run_removes_its_root_and_client_directory(
     assert sorted(tmpdir.iterdir()) == []  # no temporary root, no client directory
     assert not root.exists()
     assert gone(running)  # the sandbox went with it
+
+
+@pytest.mark.slow
+def test_a_script_that_never_ends_is_killed_at_the_timeout_and_nothing_is_left(hostile, tmp_path):
+    repo, _ = hostile
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    # One stand-in: the install reaches the postinst well within the timeout.
+    system = tmp_path / "system.txt"
+    system.write_text("Package: base-files\nVersion: 12.4\nArchitecture: amd64\n")
+    process = start(repo, tmpdir, "--timeout", "5", "--system", str(system), package="endless")
+    try:
+        wait_for("*/started", tmpdir, process)
+        running = sleepers(ENDLESS)  # the postinst is running
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 1
+    assert stderr.splitlines() == [
+        "error: apt-get install timed out: still running 5 s after the install began "
+        "(--timeout 5); it was killed with everything it started, and nothing of the "
+        "install is left"
+    ]
+    assert sorted(tmpdir.iterdir()) == []  # no root, no client directory
+    assert gone(running)  # the sandbox went with the client
 
 
 @pytest.mark.slow

@@ -162,11 +162,11 @@ def test_a_hostile_record_is_one_error_naming_it(venv: Path, tmp_path: Path, kin
         problem = f"{record}: not a RECORD: 'utf-8' codec can't decode"
     elif kind == "fifo":
         os.mkfifo(record)
-        problem = f"{record}: cannot read: not a regular file (a FIFO)"
+        problem = f"{record}: is a FIFO, expected a regular file"
     else:
         (tmp_path / "elsewhere").write_text("x,,\n")
         os.symlink(tmp_path / "elsewhere", record)
-        problem = f"{record}: cannot read: not a regular file (a symlink)"
+        problem = f"{record}: is a symlink; gfxpack does not follow it"
     try:
         result = check("--venv", str(venv), "--dist", "forged", "--arch", "gfx90a")
         assert result.exit_code == 1

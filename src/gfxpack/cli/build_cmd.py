@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -115,7 +115,7 @@ DEFAULT_COMPRESSION = "zstd:9"
 )
 @click.option(
     "--release-artifacts",
-    type=click.File("r"),
+    type=click.Path(dir_okay=False),
     help="Plan from this list of the release's artifact directory names (one a line, "
     "such as ls ARTIFACTS prints on a machine that has them all), not from the "
     "directories in --artifacts: for a shard whose machine holds only its own artifacts "
@@ -171,7 +171,7 @@ def build_command(
     sign_key: str | None,
     shard: str | None,
     shard_targets: tuple[str, ...],
-    release_artifacts: TextIO | None,
+    release_artifacts: str | None,
     executor: str,
     scheduler: str | None,
     scheduler_timeout: float,
@@ -197,6 +197,7 @@ def build_command(
     # The pipeline (process pools, archive writers) only when a build runs: --help and
     # shell completion do not load it.
     from gfxpack import build as build_module
+    from gfxpack.artifact_layout import read_artifact_names
     from gfxpack.formats import FORMATS
     from gfxpack.formats.changelog import parse_changelog
     from gfxpack.formats.compress import Compression
@@ -259,9 +260,7 @@ def build_command(
         build=build_options,
         sign_key=sign_key or None,
         artifact_names=(
-            None
-            if release_artifacts is None
-            else tuple(line.strip() for line in release_artifacts if line.strip())
+            None if release_artifacts is None else read_artifact_names(release_artifacts)
         ),
     )
     started = time.perf_counter()

@@ -22,8 +22,10 @@ if TYPE_CHECKING:
     from gfxpack.probe import ProbeReport
     from gfxpack.trial import ForeignFile, Trial
 
-# gfxpack.trial.CLIENTS, spelled here so that declaring the command imports click alone.
+# gfxpack.trial.CLIENTS and gfxpack.trial.DEFAULT_TIMEOUT, spelled here so that declaring
+# the command imports click alone (a test keeps them equal).
 CLIENT_NAMES = ("apt", "dnf", "zypper")
+DEFAULT_TIMEOUT = 1800
 
 
 @click.command("try-install")
@@ -76,6 +78,16 @@ CLIENT_NAMES = ("apt", "dnf", "zypper")
     help="Then run 'gfxpack probe' on the root for the install's archs (--arch): every "
     "library must find its device code and kernel data; exit 1 when one does not.",
 )
+@click.option(
+    "--timeout",
+    type=click.IntRange(min=1),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long the install may take, every step of the client together; a step "
+    "still running then (a script that never ends) is killed with its sandbox, the root "
+    "and the client directory removed, and the error names the step.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @reports_errors
 def try_install_command(
@@ -89,6 +101,7 @@ def try_install_command(
     suite: str | None,
     no_scripts: bool,
     probe: bool,
+    timeout: int,
     as_json: bool,
 ) -> None:
     """Install PACKAGES from a repository into a throwaway root and report what was installed.
@@ -113,7 +126,9 @@ def try_install_command(
     A temporary root, and the client directory, are removed when the run ends
     or is interrupted (SIGINT, SIGTERM; an interrupted --root too, or emptied
     when it was there before), and what a killed run left in the temporary
-    directory by the next run.
+    directory by the next run. An install still running after --timeout
+    seconds (a script waiting for what never comes) is killed with its
+    sandbox and removed the same way; the error names the step that ran.
 
     The root starts with the system packages the release depends on (libc6,
     python3, ... or glibc, numactl-libs, ...) installed as stand-ins: empty
@@ -142,7 +157,7 @@ def try_install_command(
 
     trial, report = install_and_probe(
         repo, packages, client, root, keep, system, split_list(archs), suite, not no_scripts,
-        probe,
+        probe, timeout,
     )  # fmt: skip
     document = trial.as_dict()
     if report is not None:
@@ -175,6 +190,7 @@ def install_and_probe(
     suite: str | None,
     scripts: bool,
     probe: bool,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> tuple[Trial, ProbeReport | None]:
     """try-install, then (with ``probe``, when the install succeeded) its root probed for
     the install's archs before a temporary root is removed."""
@@ -182,7 +198,7 @@ def install_and_probe(
 
     with _probed_root(root, keep, probe) as (install_root, keep_it, scratch):
         trial = trial_module.try_install(
-            repo, packages, client, install_root, keep_it, system, archs, suite, scripts
+            repo, packages, client, install_root, keep_it, system, archs, suite, scripts, timeout
         )
         report = _probe(trial) if probe and trial.ok else None
     if scratch:  # probe's own temporary root, gone now as try-install's would be

@@ -1,13 +1,12 @@
-"""Parsing one descriptor file (spec descriptors.md sections 2-6).
+"""Parsing one descriptor file (spec descriptors.md sections 2-6). One module, past 600
+lines, because :class:`_FileParser` reads the seven descriptor types with one set of
+field readers, in the spec's order, one method per section.
 
 In order: open, parse JSONC, check the root is an object, gate the version
 (before any shape check, so a newer file only warns), check keys against the
 type's allow-list (extension keys warn), then read the fields in the spec's
 order; the first violation fails the file with one ERROR. The result is a
 :class:`Descriptor` or None, never an exception.
-
-One module, past 500 lines, because :class:`_FileParser` reads the seven descriptor
-types with one set of field readers, in the spec's order, one method per section.
 """
 
 from __future__ import annotations

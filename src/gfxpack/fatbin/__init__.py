@@ -5,8 +5,10 @@
 - :mod:`~gfxpack.fatbin.rewrite` turns one fat binary into a host binary that
   ROCm's kpack runtime loads, and records how to undo it;
 - :mod:`~gfxpack.fatbin.split` and :mod:`~gfxpack.fatbin.join` do that for
-  whole trees; :mod:`~gfxpack.fatbin.resolve` finds code objects the way the
-  runtime does.
+  whole trees: split reads its input (:mod:`~gfxpack.fatbin.source`) and writes
+  through a destination (:mod:`~gfxpack.fatbin.destination`), keeping a split
+  record (:mod:`~gfxpack.fatbin.record`) that join reads back;
+  :mod:`~gfxpack.fatbin.resolve` finds code objects the way the runtime does.
 """
 
 from __future__ import annotations
@@ -25,3 +27,7 @@ class InvalidFatBinary(GfxpackError, ValueError):
         self.bundle = bundle
         where = f"{path}: bundle {bundle}" if bundle is not None else str(path)
         super().__init__(f"{where}: {problem}")
+
+
+class SplitError(GfxpackError, ValueError):
+    """An input or output directory split cannot use."""

@@ -1,4 +1,6 @@
-"""Put a split binary back together: the proof that a split loses nothing.
+"""Put a split binary back together: the proof that a split loses nothing. One module,
+past 600 lines, because joining one binary and joining a tree share the checks below,
+each of which refuses a forged record in one place.
 
 The host file is the original with ``[start, end)`` replaced by one page, a few
 bytes patched and a tail appended (see :mod:`gfxpack.fatbin.rewrite`). Joining
@@ -40,9 +42,6 @@ anyone who could write the split could have forged, so join trusts nothing in it
 
 Only the binaries are checked against their originals (the record holds their
 digests); the other files are copies of the split's.
-
-One module, past 500 lines, because joining one binary and joining a tree share the
-checks above, each of which refuses a forged record in one place.
 """
 
 from __future__ import annotations
@@ -345,14 +344,14 @@ def join_tree(
     """Rebuild the input of ``gfxpack split`` from its output; returns how many
     binaries were joined (each checked against its original's digest). Written under
     a temporary name, renamed when complete (see the module docstring)."""
-    from gfxpack.fatbin.split import INDEX, read_index
+    from gfxpack.fatbin.split import SPLIT_INDEX, read_split_index
 
     split, out = Path(split), Path(out).absolute()
     try:
         with contextlib.closing(_Split(split)) as source:
-            index = read_index(split)  # never a symlink, FIFO or device
+            index = read_split_index(split)  # never a symlink, FIFO or device
             _check_out(split, out, force)
-            return _write_out(source, (index, split / INDEX), out, force, max_object_size)
+            return _write_out(source, (index, split / SPLIT_INDEX), out, force, max_object_size)
     except TreeError as e:  # what the system refused, reading the split or writing OUT
         raise JoinError(str(e)) from None
 

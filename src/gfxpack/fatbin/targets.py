@@ -12,7 +12,7 @@ from __future__ import annotations
 from gfxpack.amdgpu import (
     ABI_V3,
     FEATURES,
-    GENERIC,
+    GENERIC_OF,
     MACH,
     SRAMECC_V3,
     SRAMECC_V4_MASK,
@@ -25,7 +25,7 @@ from gfxpack.amdgpu import (
 __all__ = [
     "ABI_V3",
     "FEATURES",
-    "GENERIC",
+    "GENERIC_OF",
     "MACH",
     "SRAMECC_V3",
     "SRAMECC_V4_MASK",

@@ -17,15 +17,14 @@ holds (:data:`FIRST_YEAR` to :data:`LAST_YEAR`).
 from __future__ import annotations
 
 import calendar
-import os
 import time
 from pathlib import Path
 
 from gfxpack.errors import GfxpackError
-from gfxpack.regular_files import open_regular
+from gfxpack.regular_files import UnreadableFile, read_small_text
 from gfxpack.text_fields import LINE, TEXT, escaped
 
-Entry = tuple[int, str, str]  # (time, author and version line, text)
+ChangelogEntry = tuple[int, str, str]  # (time, author and version line, text)
 _MAX_SIZE = 1 << 20
 # rpmbuild refuses an earlier changelog year (and one from 3000 on); an RPM header
 # keeps the time as unsigned 32-bit seconds, which end on 7 February 2106.
@@ -38,21 +37,13 @@ class ChangelogError(GfxpackError):
     """A changelog file that cannot be read; the message names the file and line."""
 
 
-def parse_changelog(path: Path) -> tuple[Entry, ...]:
+def parse_changelog(path: Path) -> tuple[ChangelogEntry, ...]:
     """The entries of ``path``, newest first as written."""
     shown = escaped(str(path))
     try:
-        # A FIFO or device is refused, not opened: reading one could block or never end.
-        with os.fdopen(open_regular(path), "rb") as file:
-            raw = file.read(_MAX_SIZE + 1)
-    except OSError as e:
-        raise ChangelogError(f"{shown}: cannot read the changelog ({e.strerror})") from None
-    if len(raw) > _MAX_SIZE:
-        raise ChangelogError(f"{shown}: a changelog of at most 1 MiB is expected")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ChangelogError(f"{shown}: the changelog is not UTF-8 text") from None
+        text = read_small_text(path, _MAX_SIZE, "changelog")
+    except UnreadableFile as e:
+        raise ChangelogError(f"{shown}: {e.problem}") from None
     entries: list[tuple[int, int, str, list[str]]] = []
     # Lines end at "\n" alone (a spec file's rule; "\r\n" is taken too): every other
     # control character is refused below, not treated as a line break.

@@ -6,8 +6,9 @@ architecture field it reads, and how its files are named and written. Only
 :data:`DEB` and :data:`RPM` exist; :data:`FORMATS` lists them in the order every
 output uses. What a format means to a layer above (its repository: repo/backends.py;
 reading a repository back: verify/universe.py; its inventory entry: inventory.py;
-signing: sign.py; maintainer scripts: alternatives.py) lives there, looked up by
-:attr:`PackageFormat.name`: this module imports nothing above formats/.
+signing: sign.py; maintainer scripts: alternatives.py; try-install's stand-ins:
+trial/stand_ins.py) lives there, looked up by :attr:`PackageFormat.name`: this module
+imports nothing above formats/.
 
 >>> DEB.spell("amdrocm-core-devel"), RPM.spell("amdrocm-core-devel")
 ('amdrocm-core-dev', 'amdrocm-core-devel')

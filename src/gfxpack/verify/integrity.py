@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from gfxpack.regular_files import file_kind
+from gfxpack.regular_files import UnreadableFile, file_kind, read_small_file
 from gfxpack.repo.debfile import parse_stanzas
 from gfxpack.repo.inputs import digest
 from gfxpack.verify.system import VerifyError
@@ -39,6 +39,8 @@ REPOMD_DIGESTS = {"sha": "sha1", "sha1": "sha1", "sha224": "sha224", "sha256": "
 REPOMD_DIGESTS |= {"sha384": "sha384", "sha512": "sha512"}
 # A repomd.xml lists a handful of files: a few KiB.
 REPOMD_LIMIT = 16 << 20
+# A keyring of a few hundred keys is well under a MiB.
+KEYRING_LIMIT = 16 << 20
 _ARMOR_BEGIN = "-----BEGIN PGP SIGNED MESSAGE-----"
 _SIGNATURE_BEGIN = "-----BEGIN PGP SIGNATURE-----"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -163,9 +165,10 @@ class Keyring:
 
     def __init__(self, path: Path) -> None:
         try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise VerifyError(f"{path}: cannot read the keyring: {e.strerror}") from None
+            # A FIFO is refused, never opened: reading one would wait for a writer forever.
+            data = read_small_file(path, KEYRING_LIMIT, "keyring")
+        except UnreadableFile as e:
+            raise VerifyError(str(e)) from None
         if b"-----BEGIN PGP PUBLIC KEY BLOCK-----" in data:
             try:
                 data = dearmored(data)

@@ -17,8 +17,12 @@ from pathlib import Path
 
 from gfxpack.errors import GfxpackError
 from gfxpack.formats import PackageFormat
+from gfxpack.regular_files import UnreadableFile, read_small_text
 from gfxpack.relations import InvalidRelation, Relation
 from gfxpack.repo.debfile import parse_stanzas
+
+# A dpkg status file of a large workstation is a few MiB.
+MAX_SYSTEM_BYTES = 64 << 20
 
 
 class VerifyError(GfxpackError):
@@ -46,9 +50,10 @@ def read_system(path: Path | None, fmt: PackageFormat) -> tuple[str, list[System
     else:
         label = str(path)
         try:
-            text = Path(path).read_text("utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise VerifyError(f"{path}: cannot read the system list: {e}") from None
+            # A FIFO is refused, never opened: reading one would wait for a writer forever.
+            text = read_small_text(path, MAX_SYSTEM_BYTES, "system list")
+        except UnreadableFile as e:
+            raise VerifyError(str(e)) from None
     packages = []
     for number, stanza in enumerate(parse_stanzas(text), start=1):
         status = stanza.get("Status")

@@ -40,7 +40,7 @@ from typing import Any
 
 from gfxpack.formats import FORMATS, PackageFormat
 from gfxpack.plan import WarningRule
-from gfxpack.regular_files import open_regular
+from gfxpack.regular_files import UnreadableFile, read_small_text
 from gfxpack.verify.rules import RULES, Violation
 from gfxpack.verify.system import VerifyError
 
@@ -104,19 +104,9 @@ class Waived:
 def load_waivers(path: str | os.PathLike[str]) -> tuple[Waiver, ...]:
     """The waivers of a TOML file (see the module's documentation)."""
     try:
-        # A FIFO or device is refused, not opened: reading one could block or never end.
-        with os.fdopen(open_regular(path), "rb") as file:
-            data = file.read(MAX_SIZE + 1)
-    except FileNotFoundError:
-        raise VerifyError(f"{path}: waiver file not found") from None
-    except OSError as e:
-        raise VerifyError(f"{path}: cannot read the waiver file: {e.strerror}") from None
-    if len(data) > MAX_SIZE:
-        raise VerifyError(f"{path}: a waiver file of at most {MAX_SIZE >> 20} MiB is expected")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise VerifyError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        text = read_small_text(path, MAX_SIZE, "waiver file")
+    except UnreadableFile as e:
+        raise VerifyError(f"{path}: {e.problem}") from None
     return parse_waivers(text, str(path))
 
 

@@ -33,7 +33,7 @@ from packaging.utils import InvalidName, canonicalize_name
 from gfxpack import kpack
 from gfxpack.amdgpu import owner_of
 from gfxpack.fatbin.libraries import LibraryReport, check_library, forms_of, is_elf
-from gfxpack.regular_files import open_regular, printable
+from gfxpack.regular_files import UnreadableFile, printable, read_small_file
 from gfxpack.wheels.archive import WheelError
 
 # The largest RECORD and METADATA read: a RECORD lists every file of the distribution
@@ -127,16 +127,11 @@ def distributions(site: Path) -> list[Distribution]:
 def _read(path: Path, limit: int) -> bytes | None:
     """At most ``limit`` bytes of a regular file (no symlink); None when it is absent."""
     try:
-        fd = open_regular(path, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        raise WheelError(f"{printable(str(path))}: cannot read: {e.strerror or e}") from None
-    with os.fdopen(fd, "rb") as file:
-        data = file.read(limit + 1)
-    if len(data) > limit:
-        raise WheelError(f"{printable(str(path))}: longer than {limit:,} bytes")
-    return data
+        return read_small_file(path, limit, path.name, follow_symlinks=False)
+    except UnreadableFile as e:
+        if e.missing:
+            return None
+        raise WheelError(str(e)) from None
 
 
 def _metadata(dist_info: Path, fallback: str) -> tuple[str, tuple[str, ...]]:

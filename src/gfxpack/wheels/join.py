@@ -28,9 +28,10 @@ from typing import Any
 from gfxpack import kpack
 from gfxpack._io import DIRECTORY_MODE, replace_directory
 from gfxpack.amdgpu import MACH, OWNERS
+from gfxpack.artifact_layout import GENERIC
 from gfxpack.errors import GfxpackError
 from gfxpack.fatbin.join import join_tree
-from gfxpack.fatbin.split import INDEX, LITERALS
+from gfxpack.fatbin.split import LITERALS, SPLIT_INDEX, tree_part
 from gfxpack.regular_files import open_regular, printable
 from gfxpack.wheels.archive import (
     CHUNK,
@@ -152,14 +153,15 @@ def _join_one(
             )
     split = scratch / "split"
     split.mkdir()
-    (split / INDEX).write_bytes(record["index"])
+    (split / SPLIT_INDEX).write_bytes(record["index"])
     info = unpacked.dist_info
     if record["data"] is not None:
         _copy_join_data(wheels[host], record["data"], split / LITERALS)
     dist_info = scratch / "dist-info"
     os.rename(unpacked.root / info, dist_info)
-    (split / f"{group}_generic").mkdir()
-    os.rename(unpacked.root, split / f"{group}_generic" / "stage")
+    host_tree = tree_part(split, group, GENERIC)
+    host_tree.parent.mkdir()
+    os.rename(unpacked.root, host_tree)
     owned = _owned(shown, record)
     for arch, filename in sorted(record["devices"].items()):
         if filename not in wheels:
@@ -271,7 +273,7 @@ def _place_device(
                 f"the split record gives it to none of {', '.join(targets)}"
             )
         for number, target in enumerate(places):
-            destination = split / f"{group}_{target}" / "stage" / tree_path
+            destination = tree_part(split, group, target) / tree_path
             if os.path.lexists(destination):
                 raise WheelError(
                     f"{printable(str(wheel))}: {printable(member.path)}: "

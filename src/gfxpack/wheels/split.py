@@ -42,9 +42,10 @@ from packaging.version import Version
 from gfxpack import kpack
 from gfxpack._io import DIRECTORY_MODE, file_digests, replace_directory
 from gfxpack.amdgpu import owner_of
+from gfxpack.artifact_layout import GENERIC, artifact_name
 from gfxpack.errors import GfxpackError
 from gfxpack.fatbin.reader import FatBinary
-from gfxpack.fatbin.split import INDEX, LITERALS, split_tree
+from gfxpack.fatbin.split import LITERALS, SPLIT_INDEX, split_tree, tree_part
 from gfxpack.plan.targets import target_order
 from gfxpack.regular_files import printable, same_bytes
 from gfxpack.wheels.archive import (
@@ -359,7 +360,7 @@ def _split_unpacked(
         "group": group,
         "root_scheme": root_scheme,
         "data_dir": data_dir,
-        "index": (split / INDEX).read_bytes(),
+        "index": (split / SPLIT_INDEX).read_bytes(),
         "metadata": unpacked.info_files["METADATA"],
         "record": unpacked.info_files["RECORD"],
         "devices": devices,
@@ -368,8 +369,7 @@ def _split_unpacked(
         # that join puts each back in its own target's directory.
         "owned": {
             arch: {
-                t: [p for p, _, _ in _tree_files(split / f"{group}_{t}" / "stage", "")]
-                for t in targets
+                t: [p for p, _, _ in _tree_files(tree_part(split, group, t), "")] for t in targets
             }
             for arch, targets in owned.items()
             if len(targets) > 1
@@ -381,7 +381,7 @@ def _split_unpacked(
         shown, unpacked.info_files["METADATA"], list(owned), split_before, notes
     )
     host_files: list[tuple[str, int, Path | bytes]] = _tree_files(
-        split / f"{group}_generic" / "stage", ""
+        tree_part(split, group, GENERIC), ""
     )
     for inside, data in sorted(unpacked.info_files.items()):
         if inside == "RECORD":
@@ -435,8 +435,8 @@ def _owner_files(
     naming both directories and the path."""
     found: dict[str, tuple[int, Path | bytes, str]] = {}
     for target in targets:
-        directory = f"{group}_{target}"
-        for tree_path, mode, path in _tree_files(split / directory / "stage", ""):
+        directory = artifact_name(group, target)
+        for tree_path, mode, path in _tree_files(tree_part(split, group, target), ""):
             first = found.setdefault(tree_path, (mode, path, directory))
             if first[2] == directory:
                 continue
