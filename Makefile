@@ -77,8 +77,11 @@ demo: $(STAMP) system-tools
 	    --symbols examples/dnn-provider/symbols.json --level error
 	$(VENV)/bin/gfxpack descriptors list-engines --installed $(DEMO)/root-deb --device gfx942 \
 	    --symbols examples/dnn-provider/symbols.json --level error
+	# Last: whether each library's runtime finds its kernel data there for a gfx942, by its
+	# own search rule (exit 1 on anything missing or shadowed).
+	$(VENV)/bin/gfxpack probe --root $(DEMO)/root-deb --device gfx942
 	@echo
-	@echo "Above: the engines a gfx942 loads from the packages installed in $(DEMO)/root-deb."
+	@echo "Above: what each library installed in $(DEMO)/root-deb finds for a gfx942."
 	@echo "Release report: $(DEMO)/report.html. To use the repository on this machine (as root):"
 	@grep -E '^  (apt|dnf|zypper):' $(DEMO)/repo.txt
 
@@ -126,14 +129,18 @@ bench: $(STAMP)
 	$(PY) bench/stream_scale.py
 	$(PY) bench/stream_year.py
 	$(PY) bench/image_arches.py
+	$(PY) bench/probe_speed.py
 
 # Split Debian's librocsparse0 and librocrand1 end to end (downloads ~100 MB with
 # apt-get download; not part of make test), then the jax ROCm wheels from PyPI (split,
-# join, index, pip and uv installs). Then the split benchmark on the same bytes.
+# join, index, pip and uv installs), then Debian 13's librocblas0 (166 MB from trixie
+# through a private sources list; 2.2 GB unpacked) split, packaged, installed for gfx90a
+# and probed. Then the split benchmark on the same bytes.
 realworld: $(STAMP)
 	$(MAKE) system-tools DEB_TOOLS="$(DEB_TOOLS) zstd:zstd dpkg-deb:dpkg objcopy:binutils"
 	$(PY) bench/realworld.py --work build/realworld
 	$(PY) bench/realworld.py --wheels --work build/realworld
+	$(PY) bench/realworld.py --rocblas --work build/realworld
 	$(PY) bench/split_speed.py --work build/realworld
 
 clean:

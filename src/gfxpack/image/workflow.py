@@ -1,0 +1,469 @@
+"""``gfxpack image``: one OCI image per GPU arch of a release, written as an OCI image
+layout and optionally pushed.
+
+For each arch, in order: the base's layers are unpacked into a fresh root, the real
+client installs the arch's packages over them in try-install's sandbox
+(:mod:`.install`), the root's new files are put into layers by the package that owns
+them (:mod:`.layers`), and the image is refused when any of them is of another GPU
+arch (the rule try-install applies). The image is the base's layers, unchanged, then
+the new ones; its config carries labels naming the arch, the ROCm version and the
+repository, its tag is ``<version>-<arch>``, and the layout's index lists every arch's
+image with those annotations. Same inputs, same digests (:mod:`.layer`): config
+times are SOURCE_DATE_EPOCH (default 0), never the time of the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gfxpack._io import hasher, replace_directory
+from gfxpack.amdgpu import processor_problem
+from gfxpack.epoch import source_date_epoch
+from gfxpack.formats import DEB, PackageFormat
+from gfxpack.image import ImageError
+from gfxpack.image.base import Base, read_base
+from gfxpack.image.install import Installed, components, database, install, missing_system
+from gfxpack.image.labels import (
+    LABEL_ARCH,
+    LABEL_PACKAGES,
+    LABEL_REPOSITORY,
+    LABEL_ROCM,
+    LABEL_SOURCE,
+    LABEL_VERSION,
+    image_config,
+    index_annotations,
+    repository_digest,
+    tag_of,
+    upstream_version,
+)
+from gfxpack.image.layer import Layer, parents, write_layer
+from gfxpack.image.layers import BY_KIND, Entry, Planned, plan_layers, snapshot
+from gfxpack.image.layout import (
+    CONFIG,
+    MANIFEST,
+    Descriptor,
+    copy_blob,
+    manifest,
+    put_json,
+    start,
+    write_index,
+)
+from gfxpack.image.registry import Reference, pull, push
+from gfxpack.image.report import BuiltImage, Comparison, Images, LayerReport, compare
+from gfxpack.image.unpack import unpack
+from gfxpack.repo.names import SUITE
+from gfxpack.sandbox import Sandbox, probe
+from gfxpack.trial import CLIENTS, default_client, other_archs
+from gfxpack.verify.integrity import Keyring
+from gfxpack.verify.resolution import resolve, select
+from gfxpack.verify.rules import arch_of
+from gfxpack.verify.system import SystemPackage, read_system
+from gfxpack.verify.universe import load, pick_suite
+
+# The placeholder of a per-arch package name: amdrocm-core8.2-{arch}.
+ARCH = "{arch}"
+# How many paths of another arch an error shows.
+SHOWN_PATHS = 5
+
+
+def expand(packages: Sequence[str], targets: Sequence[str]) -> dict[str, list[str]]:
+    """arch -> the packages its image installs: ``{arch}`` in a name is the arch; without
+    ``targets`` the archs are the names' arch suffixes (``amdrocm-core8.2-gfx942``).
+
+    >>> expand(["amdrocm-core8.2-{arch}"], ["gfx942", "gfx90a"])
+    {'gfx942': ['amdrocm-core8.2-gfx942'], 'gfx90a': ['amdrocm-core8.2-gfx90a']}
+    >>> expand(["amdrocm-core8.2-gfx942"], [])
+    {'gfx942': ['amdrocm-core8.2-gfx942']}
+    """
+    if not packages:
+        raise ImageError("name at least one package to install (e.g. amdrocm-core8.2-{arch})")
+    for target in targets:
+        problem = processor_problem(target)
+        if problem:
+            raise ImageError(f"--target: {problem}")
+    if not targets:
+        if any(ARCH in name for name in packages):
+            raise ImageError(f"a package name holds {ARCH}: name the archs with --target")
+        found = sorted({a for name in packages if (a := arch_of(name))})
+        if len(found) != 1:
+            raise ImageError(
+                "name the GPU arch of the image with --target (the packages name "
+                + (f"{len(found)} archs: {', '.join(found)})" if found else "none)")
+            )
+        targets = found
+    return {
+        arch: [name.replace(ARCH, arch) for name in packages] for arch in dict.fromkeys(targets)
+    }
+
+
+def build_images(
+    repo: Path,
+    packages: Sequence[str],
+    base: str,
+    out: Path,
+    targets: Sequence[str] = (),
+    client: str | None = None,
+    grouping: str = BY_KIND,
+    version: str | None = None,
+    source: str | None = None,
+    push_to: str | None = None,
+    stand_ins: bool = False,
+    system: Path | None = None,
+    suite: str | None = None,
+    force: bool = False,
+    keyring: Path | None = None,
+) -> Images:
+    """Build one image per arch into the OCI layout ``out`` (new, or replaced with
+    ``force``) and push them to ``push_to`` (HOST/NAME) when given."""
+    per_arch = expand(packages, targets)
+    reference = Reference.parse(push_to) if push_to else None
+    if reference is not None and reference.tag:
+        raise ImageError(f"--push {push_to}: name the repository only; tags are <version>-<arch>")
+    if not repo.is_dir():
+        raise ImageError(f"{repo}: not a directory (give the --out directory of gfxpack repo)")
+    chosen = client or default_client(repo)
+    if chosen not in ("apt", "dnf"):
+        raise ImageError(f"--client {chosen}: images are installed by apt or dnf")
+    fmt = CLIENTS[chosen].fmt
+    _check_out(out, force)
+    if os.geteuid() != 0:
+        raise ImageError(
+            "image needs root: the client installs as root into the image's root "
+            "(run it with sudo, or in a container)"
+        )
+    probe()
+    epoch = source_date_epoch(os.environ, 0)
+    listed = read_system(system, fmt)
+    keys = Keyring(keyring) if keyring is not None else None
+    universe = load(repo, fmt, listed, suite, keys)  # signatures checked here first
+    for names in per_arch.values():
+        for name in names:
+            select(universe, name)  # one error naming it (with suggestions) when missing
+    repository = universe.root.resolve()
+    apt_suite = pick_suite(repository / "dists", suite) if fmt is DEB else ""
+    if fmt is DEB and not SUITE.match(apt_suite):
+        raise ImageError(f"{repository / 'dists' / apt_suite}: not a suite name apt reads")
+    labels = {LABEL_REPOSITORY: repository_digest(repository, fmt, apt_suite)}
+    if source:
+        labels[LABEL_SOURCE] = source
+
+    out = out.absolute()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with _terminated_as_exit():
+        return _build(out, force, base, per_arch, chosen, fmt, repository, apt_suite, grouping,
+                      epoch, keyring, listed, stand_ins, version, labels, reference)  # fmt: skip
+
+
+def _build(
+    out: Path,
+    force: bool,
+    base: str,
+    per_arch: dict[str, list[str]],
+    chosen: str,
+    fmt: PackageFormat,
+    repository: Path,
+    apt_suite: str,
+    grouping: str,
+    epoch: int,
+    keyring: Path | None,
+    listed: tuple[str, list[SystemPackage]],
+    stand_ins: bool,
+    version: str | None,
+    labels: dict[str, str],
+    reference: Reference | None,
+) -> Images:
+    scratch = Path(tempfile.mkdtemp(prefix="gfxpack-image-"))
+    layout = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        found = read_base(base, scratch / "base", pull)
+        shutil.rmtree(layout)
+        start(layout)
+        base_layers = tuple(copy_blob(layout, b.path, b.descriptor) for b in found.layers)
+        run = _Run(
+            found, base_layers, layout, scratch, chosen, fmt, repository, apt_suite, grouping,
+            epoch, keyring.read_bytes() if keyring is not None else None,
+        )  # fmt: skip
+        shared = _shared_root(run, per_arch, listed[1], stand_ins)
+        images = [
+            _one_image(run, shared, arch, names, version, labels)
+            for arch, names in per_arch.items()
+        ]
+        manifests = [
+            Descriptor(
+                MANIFEST, image.manifest, _size(layout, image.manifest), index_annotations(image)
+            )
+            for image in images
+        ]
+        write_index(layout, manifests)
+        pushed = push(layout, manifests, reference) if reference else None
+        try:
+            replace_directory(layout, out, force)
+        except OSError as e:
+            raise ImageError(f"{out}: cannot write: {e.strerror}") from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(layout, ignore_errors=True)
+    return Images(str(out), found.name, chosen, grouping, images, pushed)
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """What every arch's image of one run shares."""
+
+    base: Base
+    base_layers: tuple[Descriptor, ...]  # copied into the layout
+    layout: Path
+    scratch: Path
+    client: str
+    fmt: PackageFormat
+    repository: Path
+    suite: str
+    grouping: str
+    epoch: int
+    keys: bytes | None  # the keyring the client checks signatures with
+
+    def box(self, *writable: Path) -> Sandbox:
+        return Sandbox(tuple(p.resolve() for p in writable), (self.repository,))
+
+    def install(
+        self, root: Path, home: Path, names: Sequence[str], standing: Any, update: bool = True
+    ) -> None:
+        section = components(self.repository, self.suite) if self.fmt is DEB else []
+        install(
+            self.client, root.resolve(), home.resolve(), self.repository, self.suite, section,
+            names, standing, update, self.epoch, self.keys,
+        )  # fmt: skip
+
+
+@dataclass(slots=True)
+class _Shared:
+    """The base unpacked with the host packages every arch needs installed once: each
+    arch's root starts as a copy of it (the performance goal: all arches share the
+    host install)."""
+
+    root: Path
+    home: Path  # the client's directory, with the indexes apt fetched
+    updated: bool
+    before: dict[str, Entry]  # the base's files, before any install
+    base_packages: dict[str, Installed]
+    stand_ins: list[str]
+    compared: dict[str, Comparison]  # arch -> its packages against every arch's
+    # Layers already written, by what they hold (see _layer).
+    written: dict[tuple[Any, ...], Layer] = field(default_factory=dict)
+
+
+def _shared_root(
+    run: _Run,
+    per_arch: dict[str, list[str]],
+    system: Sequence[SystemPackage],
+    allow_stand_ins: bool,
+) -> _Shared:
+    root, home = run.scratch / "root-shared", run.scratch / "client-shared"
+    root.mkdir()
+    home.mkdir()
+    unpack(run.base, root)
+    before = snapshot(root)
+    base_packages = database(run.fmt, root, run.box(root, home))
+    missing = missing_system(system, base_packages)
+    had = list(system) if allow_stand_ins else [p for p in system if p.name in base_packages]
+    universe = load(run.repository, run.fmt, (f"base {run.base.name}", had), run.suite or None)
+    host: set[str] | None = None
+    for names in per_arch.values():
+        resolution = resolve(universe, names, steps=False)
+        if not resolution.ok:
+            raise ImageError(
+                f"base {run.base.name}: cannot install {' '.join(names)} over it: "
+                f"{resolution.problems[0]}; use a base that has the system packages the "
+                "release needs, or --stand-ins to install empty stand-ins for those it "
+                "lacks (the image then lacks their files)"
+            )
+        mine = {
+            solvable.name
+            for id_ in resolution.world
+            if (solvable := universe.pool.solvables[id_]).repo == universe.repo
+            and arch_of(solvable.name) is None
+        }
+        host = mine if host is None else host & mine
+    standing = missing if allow_stand_ins else []
+    updated = bool(host or standing)
+    if updated:
+        run.install(root, home, sorted(host or ()), standing)
+    compared = {arch: compare(universe, arch, names) for arch, names in per_arch.items()}
+    return _Shared(root, home, updated, before, base_packages, [p.name for p in standing], compared)
+
+
+def _one_image(
+    run: _Run,
+    shared: _Shared,
+    arch: str,
+    names: list[str],
+    version: str | None,
+    labels: dict[str, str],
+) -> BuiltImage:
+    root, home = run.scratch / f"root-{arch}", run.scratch / f"client-{arch}"
+    layout, epoch = run.layout, run.epoch
+    try:
+        _copy(shared.root, root)
+        _copy(shared.home, home)  # apt's indexes, fetched once
+        run.install(root, home, names, [], update=not shared.updated)
+        after = snapshot(root)
+        packages = database(run.fmt, root, run.box(root, home))
+        base_packages = shared.base_packages
+        planned = plan_layers(shared.before, after, base_packages, packages, arch, run.grouping)
+        _refuse_other_archs(arch, planned, packages, base_packages)
+        layers = [_layer(shared, root, after, p, epoch, layout) for p in planned]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
+    installed = packages.get(names[0])
+    full_version = installed.version if installed else ""
+    tag_version = version or upstream_version(full_version)
+    if not tag_version:
+        raise ImageError(f"{names[0]}: not installed by name; give the image's --version")
+    tag = tag_of(tag_version, arch)
+    image_labels = {
+        **labels,
+        LABEL_ARCH: arch,
+        LABEL_ROCM: tag_version,
+        LABEL_VERSION: tag_version,
+        LABEL_PACKAGES: " ".join(names),
+    }
+    config = image_config(run.base.config, layers, image_labels, epoch)
+    config_descriptor = put_json(layout, CONFIG, config)
+    document = manifest(config_descriptor, [*run.base_layers, *(x.descriptor for x in layers)], {})
+    manifest_descriptor = put_json(layout, MANIFEST, document)
+    reports = [
+        LayerReport("base", d.digest, d.size, _unpacked(layout, d), 0) for d in run.base_layers
+    ] + [
+        LayerReport(x.what, x.descriptor.digest, x.size, x.unpacked_size, len(x.paths))
+        for x in layers
+    ]
+    return BuiltImage(
+        arch,
+        tag,
+        tag_version,
+        manifest_descriptor.digest,
+        names,
+        reports,
+        shared.stand_ins,
+        shared.compared.get(arch),
+    )
+
+
+def _layer(
+    shared: _Shared, root: Path, after: dict[str, Entry], planned: Planned, epoch: int, layout: Path
+) -> Layer:
+    """The layer ``planned`` of ``root``: one written for an earlier arch when it holds the
+    same entries with the same status (what the tar records of each: mode, owners,
+    size, clamped mtime, link target); else written now. Each arch's root is a copy
+    of the shared one (cp -a keeps mtimes), so the host layer is written once."""
+    entries = sorted({q for p in planned.paths for q in (*parents(p.lstrip("/")), p.lstrip("/"))})
+    key = (
+        planned.what,
+        planned.whiteouts,
+        tuple(
+            (path, mode, uid, gid, size, min(mtime // 10**9, epoch), link)
+            for path in entries
+            for mode, uid, gid, size, mtime, link in [after["/" + path]]
+        ),
+    )
+    layer = shared.written.get(key)
+    if layer is None:
+        layer = write_layer(root, planned.paths, epoch, layout, planned.what, planned.whiteouts)
+        shared.written[key] = layer
+    return layer
+
+
+def _check_out(out: Path, force: bool) -> None:
+    """``out`` may be new; with ``force``, an OCI layout (which is replaced) or an empty
+    directory; never anything else (--force must not remove a directory of files)."""
+    if not os.path.lexists(out):
+        return
+    if not force:
+        raise ImageError(f"{out}: already exists (--force replaces an OCI layout)")
+    if out.is_symlink() or not out.is_dir():
+        raise ImageError(f"{out}: not a directory; give a new directory or an OCI layout")
+    if any(out.iterdir()) and not (out / "oci-layout").is_file():
+        raise ImageError(
+            f"{out}: holds files and is not an OCI layout (no oci-layout); --force replaces "
+            "only a layout"
+        )
+
+
+@contextlib.contextmanager
+def _terminated_as_exit() -> Iterator[None]:
+    """While in effect, SIGTERM ends the run as Ctrl-C does, by an exception, so the
+    finally blocks removing the scratch roots and the partial layout run."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _copy(source: Path, destination: Path) -> None:
+    """cp -a: owners, modes, times, symlinks and hard links kept (a reflink where the
+    file system shares blocks)."""
+    copied = subprocess.run(
+        ["cp", "-a", "--reflink=auto", str(source), str(destination)],
+        capture_output=True, text=True, errors="replace", check=False,
+    )  # fmt: skip
+    if copied.returncode != 0:
+        raise ImageError(f"copying {source} to {destination} failed: {copied.stderr.strip()}")
+
+
+def _refuse_other_archs(
+    arch: str, planned: Sequence[Any], packages: dict[str, Installed], base: dict[str, Installed]
+) -> None:
+    foreign = sorted(
+        name for name in packages if name not in base and (a := arch_of(name)) and a != arch
+    )
+    files = [
+        (path, found)
+        for layer in planned
+        for path in layer.paths
+        if (found := other_archs(path, [arch]))
+    ]
+    if foreign or files:
+        shown = [f"{path} ({', '.join(a)})" for path, a in files[:SHOWN_PATHS]]
+        more = f" and {len(files) - SHOWN_PATHS} more" if len(files) > SHOWN_PATHS else ""
+        raise ImageError(
+            f"the {arch} image would hold {len(foreign)} package{'s' * (len(foreign) != 1)} "
+            f"({', '.join(foreign) or 'none'}) and {len(files)} file"
+            f"{'s' * (len(files) != 1)} of another arch: {', '.join(shown) or 'none'}{more}"
+        )
+
+
+def _size(layout: Path, digest: str) -> int:
+    return (layout / "blobs" / "sha256" / digest.removeprefix("sha256:")).stat().st_size
+
+
+def _unpacked(layout: Path, descriptor: Descriptor) -> int:
+    """The bytes a base layer unpacks to (gzip is read through; a plain tar is itself)."""
+    import gzip
+
+    path = layout / "blobs" / "sha256" / descriptor.digest.removeprefix("sha256:")
+    if not descriptor.media_type.endswith("gzip"):
+        return descriptor.size
+    sink = hasher()
+    with contextlib.suppress(OSError, EOFError), gzip.open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            sink.write(chunk)
+    return sink.size
