@@ -9,7 +9,15 @@ every target, compared with ``clang-offload-bundler --unbundle`` of the
 original's bundle; ``gfxpack join`` compared with the original; and
 ``ctypes.CDLL`` of the rewritten library. Prints one table.
 
-    python bench/realworld.py [--work build/realworld]
+``--rocblas``: Debian 13's librocblas0 (real per-arch Tensile libraries: 166 MB
+download, 2.2 GB installed; not in Debian 12, so fetched through a private trixie
+sources list with its own apt state), split with ``gfxpack split``, packaged with
+``gfxpack build``, published with ``gfxpack repo``, installed for one arch with
+``gfxpack try-install`` and probed with ``gfxpack probe``: every library finds its
+data for that arch, not for another. Skipped, with the reason, when trixie cannot
+be reached.
+
+    python bench/realworld.py [--work build/realworld] [--wheels | --rocblas]
 """
 
 from __future__ import annotations
@@ -108,6 +116,96 @@ def check_every_code_object(original: Path, installed: Path, scratch: Path) -> i
     return checked
 
 
+TRIXIE = (
+    "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
+    "http://deb.debian.org/debian trixie main\n"
+)
+ROCBLAS_DEB = "librocblas0"
+ROCBLAS_ARCH = "gfx90a"  # built by Debian, with xnack variants
+NOT_BUILT = "gfx942"  # not among Debian's librocblas0 targets
+
+
+def download_from_trixie(work: Path, name: str) -> Path | str:
+    """The .deb of ``name`` from Debian 13, through apt-get with its own sources list,
+    keys, state and cache under ``work`` (the machine's apt is neither read nor
+    changed); or why it cannot be had."""
+    from gfxpack.trial.apt import apt_options
+
+    debs = work / "debs"
+    debs.mkdir(parents=True, exist_ok=True)
+    existing = sorted(debs.glob(f"{name}_*.deb"))
+    if existing:
+        return existing[-1]
+    home = work / "apt-trixie"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "sources.list").write_text(TRIXIE)
+    (home / "status").touch()
+    options = apt_options(home, home / "status")
+    for command, where in ((["update"], home), (["download", name], debs)):
+        result = subprocess.run(
+            ["apt-get", *options, "-q", *command], cwd=where, capture_output=True, text=True
+        )
+        if result.returncode != 0:
+            last = (result.stderr.strip() or result.stdout.strip()).splitlines()[-1:]
+            return f"apt-get {' '.join(command)} from trixie failed: {' '.join(last)}"
+    return sorted(debs.glob(f"{name}_*.deb"))[-1]
+
+
+def gfxpack(*args: str) -> subprocess.CompletedProcess[str]:
+    """A gfxpack command as a user runs it (exit code and output kept, not checked)."""
+    return subprocess.run(
+        [sys.executable, "-m", "gfxpack", *args], capture_output=True, text=True, check=False
+    )
+
+
+def rocblas(work: Path) -> None:
+    """librocblas0 split, packaged, installed for ROCBLAS_ARCH and probed."""
+    deb = download_from_trixie(work, ROCBLAS_DEB)
+    if isinstance(deb, str):
+        print(f"rocblas: skipped: {deb}")
+        return
+    base = work / "rocblas"
+    shutil.rmtree(base, ignore_errors=True)
+    tree, split, packages = base / "tree", base / "artifacts", base / "packages"
+    tree.mkdir(parents=True)
+    run("dpkg-deb", "-x", str(deb), str(tree))
+    fat = sum(p.stat().st_size for p in tree.rglob("*") if p.is_file() and not p.is_symlink())
+    config = base / "package.json"
+    config.write_text(json.dumps(package_json([("blas", "amdrocm-blas")])))
+    result = gfxpack("split", str(tree), "--out", str(split), "--name", "blas_lib",
+                     "--kpack-dir", KPACK_DIR, "-q")  # fmt: skip
+    if result.returncode != 0:
+        sys.exit(f"rocblas: gfxpack split failed:\n{result.stdout}{result.stderr}")
+    (split / "therock_manifest.json").write_text('{"flags": {"KPACK_SPLIT_ARTIFACTS": true}}\n')
+    arches = sorted(p.name.removeprefix("blas_lib_") for p in split.glob("blas_lib_gfx*"))
+    for step, args in (
+        ("build", ["build", "--config", str(config), "--artifacts", str(split), "--out",
+                   str(packages), "--rocm-version", "8.2.0", "--format", "deb", "--target",
+                   ",".join(arches), "-q"]),
+        ("repo", ["repo", "--in", str(packages), "--out", str(base / "repo")]),
+        ("try-install", ["try-install", "--repo", str(base / "repo"), "--client", "apt",
+                         "--root", str(base / "root"), "--probe",
+                         f"amdrocm-blas8.2-{ROCBLAS_ARCH}"]),
+    ):  # fmt: skip
+        result = gfxpack(*args)
+        if result.returncode != 0:
+            sys.exit(f"rocblas: gfxpack {step} failed:\n{result.stdout}{result.stderr}")
+    installed = sum(
+        p.stat().st_size
+        for p in (base / "root").rglob("*")
+        if p.is_file() and not p.is_symlink() and "/var/" not in str(p)
+    )
+    print(f"rocblas: {deb.name}: {fat / 1e6:.0f} MB fat, split for {len(arches)} arches; "
+          f"installed for {ROCBLAS_ARCH} with apt-get: {installed / 1e6:.0f} MB")  # fmt: skip
+    for device, expected in ((ROCBLAS_ARCH, 0), (NOT_BUILT, 1)):
+        probed = gfxpack("probe", "--root", str(base / "root"), "--device", device)
+        for line in probed.stdout.splitlines():
+            print(f"  probe {device}: {line}")
+        if probed.returncode != expected:
+            sys.exit(f"rocblas: probe for {device} exited {probed.returncode}, not {expected}")
+    print(f"rocblas: found for {ROCBLAS_ARCH}, not for {NOT_BUILT} (exit 1)")
+
+
 JAX_WHEELS = ("jax-rocm7-plugin==0.10.2", "jax-rocm7-pjrt==0.10.2")
 WHEEL_ARCH = "gfx942"
 
@@ -191,10 +289,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, default=Path("build/realworld"))
     parser.add_argument("--wheels", action="store_true", help="the jax ROCm wheels only")
+    parser.add_argument("--rocblas", action="store_true", help="Debian 13's librocblas0 only")
     arguments = parser.parse_args()
     work = arguments.work.resolve()
     if arguments.wheels:
         wheels(work)
+        return
+    if arguments.rocblas:
+        rocblas(work)
         return
     debs = download(work)
     artifacts = work / "artifacts"

@@ -11,6 +11,14 @@ each prefix the staged files:
   symlink; per arch: ``.kpack/<artifact>_lib_<arch>.kpack`` (written with
   gfxpack's kpack writer) under the first sorted prefix, and per-arch
   database files (Tensile-style ``library/*_<arch>.co``) under each prefix;
+- the kernel data of the families whose runtimes look it up by the device's
+  processor (spec runtime-search.md), laid out as upstream installs it, per arch
+  beside the rest: rocBLAS's and hipSPARSELt's flat Tensile ``library/`` (lazy
+  libraries, ``Kernels.so-000-<arch>.hsaco``, xnack variants for rocBLAS) and
+  hipBLASLt's ``library/<arch>/`` one, each with its ``TensileManifest.txt`` in the
+  generic directory; MIOpen's ``share/miopen/db/<arch><CUs>.kdb`` (the compute-unit
+  count glued on, hex above 64) with AOTriton's ``lib/aotriton.images/amd-<arch>/``
+  beside it; rocFFT's ``lib/rocfft_kernel_cache_<arch>.db``;
 - test: ``bin/<name>-test``; per arch: ``.kpack/<artifact>_test_<arch>.kpack``;
 - run: ``bin/<tool>``; dev: headers, CMake config and the ``lib<name>.so``
   symlink; doc: ``share/doc/<name>/``; hidden files included.
@@ -38,7 +46,9 @@ component gets no per-arch directories, so build makes it a non-gfxarch package.
 
 With ``--single-arch FAMILY`` the tree is a single-arch (legacy) build's
 instead: all of a gfxarch package's content in ``<artifact>_<component>_<FAMILY>/``
-(e.g. ``blas_lib_gfx94X-dcgpu``), the rest generic, and no kpack split.
+(e.g. ``blas_lib_gfx94X-dcgpu``), the rest generic, and no kpack split; the
+families' kernel data of every target (``--targets``) lies there side by side, as
+a fat build installs it, for ``gfxpack split`` to route.
 
     python examples/generate_artifacts.py OUT [--config examples/package.json]
         [--targets gfx1100,gfx942,gfx950] [--scale 1.0] [--single-arch gfx94X-dcgpu]
@@ -95,6 +105,19 @@ XNACK = ("blas", "gfx942:xnack+")
 PROVIDER = HERE / "dnn-provider"  # authored descriptors and the kernel list
 PROVIDER_ARTIFACT = "hipdnn"
 PROVIDER_DIR = "lib/hipdnn/arch_content/hip-kernel-provider"
+# The compute-unit counts MIOpen's kernel databases carry per processor (the products'
+# counts: MI250X 110, MI300X 304, MI300A 228, MI355X 256, RX 7900 XTX 96, RX 9070 XT
+# 64); spelled as MIOpen's GetDbBasename does: hex glued on above 64, "_<n>" up to it.
+MIOPEN_CUS = {
+    "gfx90a": (110, 104),
+    "gfx942": (304, 228),
+    "gfx950": (256,),
+    "gfx1100": (96, 48),
+    "gfx1151": (40,),
+    "gfx1201": (64,),
+}
+AOTRITON_GPU = {"gfx90a": "MI200", "gfx942": "MI300X", "gfx950": "MI355X", "gfx1100": "RX7900"}
+SQLITE_HEADER = b"SQLite format 3\x00"  # rocFFT's kernel cache is an SQLite database
 
 
 class Payload:
@@ -180,6 +203,76 @@ def write_generic(
         (tests / f"{name}-test").write_bytes(payload.elf(int(32 * 1024 * scale)))
 
 
+def kernel_data(library: str, arch: str) -> list[str]:
+    """The files (relative to the prefix) through which ``library``'s runtime finds its
+    kernel data for ``arch``, by upstream's names; ``arch`` a target id, whose features
+    file names spell after ``-`` (``Kernels.so-000-gfx942-xnack+.hsaco``)."""
+    processor, spelled = arch.split(":")[0], arch.replace(":", "-")
+    if library == "rocblas":  # flat library/: lazy-loaded Tensile, and source kernels
+        kernels = [f"lib/rocblas/library/Kernels.so-000-{spelled}.hsaco"]
+        if processor != arch:  # an xnack variant: only its source kernels differ
+            return kernels
+        return [
+            f"lib/rocblas/library/TensileLibrary_lazy_{processor}.dat",
+            f"lib/rocblas/library/TensileLibrary_Type_HH_Contraction_l_Alik_Bljk_Cijk_Dijk_{processor}.co",
+            *kernels,
+        ]
+    if processor != arch:  # the example's xnack variant carries rocBLAS's kernels only
+        return []
+    if library == "hipsparselt":
+        return [f"lib/hipsparselt/library/TensileLibrary_lazy_{processor}.dat"]
+    if library == "hipblaslt":  # the library/<arch>/ layout (rocm-libraries#5976)
+        return [
+            f"lib/hipblaslt/library/{processor}/TensileLibrary_lazy_{processor}.dat",
+            f"lib/hipblaslt/library/{processor}/TensileLibrary_Type_HH_HPA_Contraction_l_Alik_Bljk_Cijk_Dijk_{processor}.co",
+            f"lib/hipblaslt/library/{processor}/extop_{processor}.co",
+        ]
+    if library == "miopen":  # AOTriton's images come with it: neither config lists AOTriton
+        names = [
+            f"{processor}{cus:x}" if cus > 64 else f"{processor}_{cus}"
+            for cus in MIOPEN_CUS.get(processor, (32,))
+        ]
+        gpu = AOTRITON_GPU.get(processor, processor.upper())
+        return [
+            *(f"share/miopen/db/{name}.{ext}" for name in names for ext in ("kdb", "HIP.fdb.txt")),
+            f"lib/aotriton.images/amd-{processor}/flash/attn_fwd/FONLY__^bf16@16___{gpu}.aks2",
+        ]
+    if library == "rocfft":  # one cache per arch beside librocfft.so (rocFFT 1.0.37)
+        return [f"lib/rocfft_kernel_cache_{processor}.db"]
+    return []
+
+
+def tensile_manifest(library: str, prefix: str, arches: list[str]) -> str | None:
+    """``library/TensileManifest.txt``: the Tensile build's list of the files it wrote,
+    as paths of its build tree; where they lie tells the layout the runtime searches."""
+    listed = [f"{prefix}/{path}\n" for arch in arches for path in kernel_data(library, arch)]
+    tensile = ("rocblas", "hipsparselt", "hipblaslt")
+    return "".join(sorted(listed)) if library in tensile and listed else None
+
+
+def write_kernel_data(stage: Path, subdir: str, arch: str, payload: Payload, scale: float) -> None:
+    for relative in kernel_data(library_name(subdir), arch):
+        path = stage / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        size = int(payload.rng.randint(8, 64) * 1024 * scale)
+        if path.suffix in (".co", ".hsaco"):
+            path.write_bytes(payload.elf(size, EM_AMDGPU))
+        elif path.suffix == ".db":
+            path.write_bytes(SQLITE_HEADER + payload.rng.randbytes(size))
+        else:  # .dat, .kdb, .txt, .aks2: opaque to gfxpack
+            path.write_bytes(payload.rng.randbytes(size))
+
+
+def write_manifest(stage: Path, subdir: str, prefix: str, arches: list[str]) -> None:
+    """A Tensile library's ``TensileManifest.txt``, shared by every arch (generic)."""
+    name = library_name(subdir)
+    text = tensile_manifest(name, prefix, arches)
+    if text is not None:
+        library = stage / "lib" / name / "library"
+        library.mkdir(parents=True, exist_ok=True)
+        (library / "TensileManifest.txt").write_text(text)
+
+
 def write_arch(
     root: Path,
     directory: str,
@@ -188,10 +281,14 @@ def write_arch(
     arch: str,
     payload: Payload,
     scale: float,
+    data: Payload,
 ) -> None:
     component = directory.split("_")[1]
     if component == "lib":
         for prefix, subdir in zip(prefixes, subdirs, strict=True):
+            write_kernel_data(root / prefix, subdir, arch, data, scale)
+            if library_name(subdir) == "hipblaslt":
+                continue  # its Tensile files are in library/<arch>/ (kernel_data)
             library = root / prefix / "lib" / library_name(subdir) / "library"
             library.mkdir(parents=True, exist_ok=True)
             size = int(payload.rng.randint(100, 600) * 1024 * scale)
@@ -278,6 +375,7 @@ def generate(
         shutil.rmtree(out)
     out.mkdir(parents=True)
     payload = Payload(seed)
+    data = Payload(seed + 2)  # the kernel data's own stream, as the provider has its own
     config = load_config(config_path)
     directories: dict[str, list[tuple[str, str]]] = {}  # directory -> [(prefix, subdir)]
     owners: dict[str, str] = {}  # library name -> the artifact that stages it
@@ -299,11 +397,16 @@ def generate(
                     directory = f"{source.artifact}_{component}_{where}"
                     directories.setdefault(directory, []).append((prefix, label))
                     write_generic(out / directory, prefix, component, label, payload, scale)
-                    if family or not (gfxarch and component in DEVICE_COMPONENTS):
-                        continue
                     arches = [t for t in targets if (spec.name, t) not in NO_BUILD]
                     if source.artifact == XNACK[0]:
                         arches.append(XNACK[1])
+                    if gfxarch and component == "lib":
+                        stage = out / directory / prefix
+                        write_manifest(stage, label, prefix, arches)
+                        for arch in arches if family else []:  # a fat build's data, side by side
+                            write_kernel_data(stage, label, arch, data, scale * arch_scale)
+                    if family or not (gfxarch and component in DEVICE_COMPONENTS):
+                        continue
                     for arch in arches:
                         name = f"{source.artifact}_{component}_{arch}"
                         directories.setdefault(name, []).append((prefix, label))
@@ -318,6 +421,7 @@ def generate(
                 directory.rsplit("_", 1)[1],
                 payload,
                 scale * arch_scale,
+                data,
             )
         manifest = "".join(f"{prefix}\n" for prefix in sorted({p for p, _ in members}))
         (out / directory / "artifact_manifest.txt").write_text(manifest)

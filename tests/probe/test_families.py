@@ -23,6 +23,7 @@ from tests.probe.roots import probe, touch
 R = "opt/rocm"
 ROCBLAS = f"{R}/lib/rocblas/library"
 HIPBLASLT = f"{R}/lib/hipblaslt/library"
+DEBIAN_ROCBLAS = "usr/lib/x86_64-linux-gnu/rocblas/2.47.0/library"
 DB = f"{R}/share/miopen/db"
 IMAGES = f"{R}/lib/aotriton.images"
 HERE = Path(__file__).resolve().parents[2]
@@ -60,6 +61,11 @@ CASES: list[Case] = [
     ("tensile-other-arch", lambda r: tensile(r, "TensileLibrary_lazy_gfx90a.dat"),
      f"shadowed {ROCBLAS} (rocBLAS Tensile): gfx942: {ROCBLAS}/TensileLibrary_lazy_gfx90a.dat: "
      "only other arches' files where gfx942's should be (gfx90a; it looks for", 1),
+    # Debian's librocblas0 (5.5.1) installs library/ under rocBLAS's version.
+    ("tensile-debian-versioned",
+     lambda r: tensile(r, "TensileLibrary_gfx942.co", owner=DEBIAN_ROCBLAS),
+     f"found    {DEBIAN_ROCBLAS} (rocBLAS Tensile): gfx942: {DEBIAN_ROCBLAS}/"
+     f"TensileLibrary_gfx942.co; {FLAT}", 0),
     # hipBLASLt's library/<arch>/ layout under a runtime that searches library/ flat
     # (TheRock#7976): its build's manifest lists the flat layout.
     ("tensile-not-searched",

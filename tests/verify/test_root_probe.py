@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from gfxpack.cli import cli
 
 BLAS = "amdrocm-blas8.2-gfx942"  # rocBLAS, hipBLASLt, hipSPARSELt: Tensile libraries
-CORE = "amdrocm-core8.2-gfx942"  # everything, rocFFT among it
+CORE = "amdrocm-core8.2-gfx942"  # everything: every family of kernel data
 PREFIX = "opt/rocm/core-8.2"
 ROCBLAS = f"{PREFIX}/lib/rocblas/library (rocBLAS Tensile)"
 
@@ -43,12 +43,34 @@ def test_try_install_probe_passes_for_the_installs_arch_and_the_root_fails_anoth
     )
 
 
-def test_try_install_probe_fails_on_a_library_whose_data_is_not_installed(
+def test_try_install_probe_of_the_whole_release_finds_every_familys_data(
     example_repo: Path,
 ) -> None:
-    # The example release ships librocfft without a kernel cache for any arch.
+    # The example release carries each family's kernel data as upstream lays it out
+    # (examples/generate_artifacts.py): installed for gfx942, every library finds it.
     result = run("try-install", "--repo", str(example_repo), "--client", "apt", "--probe",
                  "--json", CORE)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    findings = json.loads(result.stdout)["probe"]["findings"]
+    assert {f["status"] for f in findings} == {"found"}
+    families = {f["family"] for f in findings}
+    assert {"tensile", "miopen", "rocfft", "aotriton", "hipdnn"} <= families
+    layouts = {f["library"]: f["file"] for f in findings if f["family"] == "tensile"}
+    hipblaslt = f"{PREFIX}/lib/hipblaslt/library (hipBLASLt Tensile)"
+    assert layouts[hipblaslt].startswith(f"{PREFIX}/lib/hipblaslt/library/gfx942/")
+
+
+def test_try_install_probe_fails_on_a_library_whose_data_is_not_read(
+    example_repo: Path,
+) -> None:
+    # ROCFFT_RTC_SYS_CACHE_PATH replaces the installed rocFFT cache: the one probe
+    # checks is then not what the runtime reads.
+    result = CliRunner().invoke(
+        cli,
+        ["try-install", "--repo", str(example_repo), "--client", "apt", "--probe", "--json",
+         CORE],
+        env={"ROCFFT_RTC_SYS_CACHE_PATH": "/nowhere"},
+    )  # fmt: skip
     assert result.exit_code == 1
     document = json.loads(result.stdout)
     assert document["ok"] is True and document["probe"]["ok"] is False

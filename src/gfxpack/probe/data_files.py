@@ -89,14 +89,28 @@ def _in(tree: InstalledTree, directory: str) -> list[str]:
 TENSILE_OWNERS = {"rocblas": "rocBLAS", "hipblaslt": "hipBLASLt", "hipsparselt": "hipSPARSELt"}
 _TENSILE_FILE = re.compile(r"^(TensileLibrary|TensileLiteLibrary|Kernels\.so-|extop_)")
 _ARCH_LINE = re.compile(r"/library/(gfx[0-9a-z-]+)/")
+# Debian installs rocBLAS's library/ under the library's version, so that two sonames
+# can be installed side by side (librocblas0 5.5.1: rocblas/2.47.0/library/).
+_VERSION_DIRECTORY = re.compile(r"^[0-9]+(\.[0-9]+)+$")
 
 
-def tensile_libraries(tree: InstalledTree) -> Iterator[str]:
-    """``.../<rocblas|hipblaslt|hipsparselt>/library`` directories."""
+def tensile_owner(library: str) -> str | None:
+    """The key of :data:`TENSILE_OWNERS` whose ``library/`` directory ``library`` is:
+    ``.../rocblas/library``, or Debian's versioned ``.../rocblas/2.47.0/library``."""
+    owner, name = posixpath.split(library)
+    if name != "library":
+        return None
+    if _VERSION_DIRECTORY.match(posixpath.basename(owner)):
+        owner = posixpath.dirname(owner)
+    return posixpath.basename(owner) if posixpath.basename(owner) in TENSILE_OWNERS else None
+
+
+def tensile_libraries(tree: InstalledTree) -> Iterator[tuple[str, str]]:
+    """(``.../<rocblas|hipblaslt|hipsparselt>[/<version>]/library``, whose it is)."""
     for path in tree.paths("dir"):
-        owner, name = posixpath.split(path)
-        if name == "library" and posixpath.basename(owner) in TENSILE_OWNERS:
-            yield path
+        owner = tensile_owner(path)
+        if owner is not None:
+            yield path, TENSILE_OWNERS[owner]
 
 
 def tensile_layout(tree: InstalledTree, library: str) -> tuple[str, str]:
@@ -124,8 +138,7 @@ def check_tensile(
     tree: InstalledTree, device: str, processor: str, environ: Mapping[str, str]
 ) -> Iterator[Finding]:
     del environ  # ROCBLAS_TENSILE_LIBPATH and kin are not read: the installed layout is
-    for library in tensile_libraries(tree):
-        owner = TENSILE_OWNERS[posixpath.basename(posixpath.dirname(library))]
+    for library, owner in tensile_libraries(tree):
         layout, assumed = tensile_layout(tree, library)
         searched = f"{library}/{processor}" if layout == "arch" else library
         data = [p for p in _in(tree, searched) if _TENSILE_FILE.match(posixpath.basename(p))]

@@ -41,10 +41,12 @@ RULES: dict[str, Rule] = {
             "rocBLAS, hipBLASLt, hipSPARSELt (Tensile / TensileLite)",
             "TensileLibrary_*_<arch>.{dat,co,hsaco}, TensileLibrary_lazy_<arch>.dat, "
             "fallback libraries, Kernels.so-*-<arch>.hsaco",
-            "the library's own library/ directory by the device's processor name; the "
-            "library/<arch>/ layout where the runtime was built with it",
+            "the library's own library/ directory (Debian's: rocblas/<version>/library/) by "
+            "the device's processor name; the library/<arch>/ layout where the runtime was "
+            "built with it",
             "rocm-libraries#5976 (library/<arch>/ layout), TheRock#7976 (that layout not "
-            "searched), rocm-systems#7645 (gfx90a shipped empty)",
+            "searched), rocm-systems#7645 (gfx90a shipped empty), Debian librocblas0 5.5.1 "
+            "(rocblas/2.47.0/library/)",
             "the layout the runtime searches is the one its build's TensileManifest.txt "
             "lists; without one, library/ flat",
         ),
