@@ -470,7 +470,10 @@ def test_a_broken_file_list_is_one_error_line(example_release, tmp_path, fmt):
             "data.tar: hard link './opt/tool/b' to './opt/tool/a', which is not an earlier "
             "file of the archive"
         )
-    (build / "index.json").write_text(json.dumps({"files": [{"file": name, "format": fmt}]}))
+    data = (build / name).read_bytes()
+    listed = {"file": name, "format": fmt, "size": len(data)}
+    listed["sha256"] = hashlib.sha256(data).hexdigest()
+    (build / "index.json").write_text(json.dumps({"files": [listed]}))
     before = {p: p.read_bytes() for p in build.iterdir()}
     status, output = diff(str(build), str(build), "--format", fmt)
     assert (status, output) == (2, f"error: {build / name}: {why}\n")

@@ -69,6 +69,6 @@ def test_merge_of_a_shard_whose_index_is_a_directory(tmp_path):
     result = CliRunner().invoke(cli, ["merge", str(shard), "--out", str(out)])
     assert result.exit_code == 1, result.output
     assert result.stderr == (
-        f"error: {shard / 'index.json'}: missing or not JSON; is {shard} a build's --out?\n"
+        f"error: {shard / 'index.json'}: is a directory, expected a regular file\n"
     )
     assert tree_of(shard) == before and not out.exists()

@@ -64,7 +64,9 @@ def test_k_of_n_shards_merge_to_the_one_machine_build(
     loads = [sum(cost[k] for k in o) for o in owned]
     assert max(loads) - min(loads) <= max(cost.values())
 
-    merged = merge([tmp_path / f"shard{k}" for k in range(1, count + 1)], tmp_path / "merged")
+    merged = merge(
+        [tmp_path / f"shard{k}" for k in range(1, count + 1)], tmp_path / "merged"
+    ).as_json()
     assert digests(tmp_path / "merged") == digests(example_release.out)
     full = json.loads((example_release.out / "index.json").read_text())
     assert without_seconds(merged) == without_seconds(full)

@@ -20,21 +20,18 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import shutil
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from io import BufferedReader
 from pathlib import Path
-from typing import Any
 
-from gfxpack import outdir
+from gfxpack import build_index, outdir
 from gfxpack._io import FILE_MODE
+from gfxpack.build_index import BuildIndex, IndexedFile
 from gfxpack.errors import GfxpackError
 from gfxpack.regular_files import NotARegularFile, open_regular
-
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class MergeError(GfxpackError):
@@ -44,10 +41,10 @@ class MergeError(GfxpackError):
 @dataclass(frozen=True, slots=True)
 class _Part:
     out: Path
-    index: dict[str, Any]
+    index: BuildIndex
     label: str  # the shard's label, or "all" for a whole build
     packages: tuple[str, ...]
-    files: tuple[dict[str, Any], ...]
+    plan_digest: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,14 +52,14 @@ class _Source:
     """A listed file as checked, and which file it was (device, inode): that one is
     linked, not whatever its name leads to later."""
 
-    item: dict[str, Any]
+    item: IndexedFile
     path: Path
     target: Path  # its name in OUT
     identity: tuple[int, int]
     in_out: bool  # the shard is OUT itself: the file stays where it is
 
 
-def merge(shards: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]) -> dict[str, Any]:
+def merge(shards: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]) -> BuildIndex:
     """Check ``shards`` and write their union into ``out``; returns the full index."""
     if not shards:
         raise MergeError("give the OUT directory of every shard")
@@ -73,28 +70,30 @@ def merge(shards: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str])
     _check_one_plan(parts)
     owner = _check_each_package_once(parts)
     target = Path(out)
-    sources = [_checked(part, item, target) for part in parts for item in part.files]
+    sources = [_checked(part, item, target) for part in parts for item in part.index.files]
     files = [source.item for source in sources]
     for item in files:
-        if owner.get(item["package"]) is None:
-            raise MergeError(f"{item['file']}: of package {item['package']}, not in the plan")
-    files.sort(key=lambda item: (item["format"], item["file"]))
-    names = [item["file"] for item in files]
+        if item.package is None or owner.get(item.package) is None:
+            raise MergeError(f"{item.file}: of package {item.package}, not in the plan")
+    files.sort(key=lambda item: (item.format or "", item.file))
+    names = [item.file for item in files]
     twice = sorted(name for name, count in Counter(names).items() if count > 1)
     if twice:
         raise MergeError(f"{twice[0]}: written by two shards")
-    index = {key: value for key, value in parts[0].index.items() if key != "shard"}
-    index["files"] = files
+    index = replace(parts[0].index, files=tuple(files), shard=None)
     _gather([source for source in sources if not source.in_out], target, index, names)
     return index
 
 
 def _read_part(path: Path) -> _Part:
-    index = outdir.read_index(path)
-    if index is None:
-        raise MergeError(f"{path / outdir.INDEX}: missing or not JSON; is {path} a build's --out?")
-    digest, plan, files = index.get("plan_digest"), index.get("plan"), index.get("files")
-    if not isinstance(digest, str) or not isinstance(plan, dict) or not isinstance(files, list):
+    try:
+        index = build_index.read(path)
+    except build_index.MissingBuildIndex:
+        raise MergeError(
+            f"{path / outdir.INDEX}: missing or not JSON; is {path} a build's --out?"
+        ) from None
+    digest, plan = index.plan_digest, index.plan
+    if digest is None or plan is None:
         raise MergeError(
             f"{path / outdir.INDEX}: no plan digest; built by a gfxpack without shards? Rebuild it"
         )
@@ -104,26 +103,17 @@ def _read_part(path: Path) -> _Part:
         isinstance(p, dict) and isinstance(p.get("name"), str) for p in planned
     ):
         raise MergeError(f"{where}: /plan/packages: expected a list of packages with names")
-    shard = index.get("shard")
-    if isinstance(shard, dict):
-        label, packages = str(shard.get("label")), shard.get("packages")
+    if index.shard is not None:
+        label, packages = index.shard.label, index.shard.packages
     else:  # a whole build: every package of its plan
-        label, packages = "all", [p["name"] for p in planned]
-    if not isinstance(packages, list) or not all(isinstance(p, str) for p in packages):
-        raise MergeError(f"{where}: /shard/packages: expected a list of names")
-    for i, item in enumerate(files):
-        if not (
-            isinstance(item, dict)
-            and all(isinstance(item.get(key), str) for key in ("file", "package", "format"))
-            and isinstance(item.get("size"), int)
-            and isinstance(item.get("sha256"), str)
-            and _SHA256.fullmatch(item["sha256"])
-        ):
+        label, packages = "all", tuple(p["name"] for p in planned)
+    for i, item in enumerate(index.files):
+        if item.package is None or item.format is None:
             raise MergeError(
                 f"{where}: /files/{i}: expected an object with file, package, format, size "
                 "and sha256 (64 hex digits)"
             )
-    return _Part(path, index, label, tuple(packages), tuple(files))
+    return _Part(path, index, label, packages, digest)
 
 
 def _name(part: _Part) -> str:
@@ -133,17 +123,18 @@ def _name(part: _Part) -> str:
 def _check_one_plan(parts: list[_Part]) -> None:
     first = parts[0]
     for part in parts[1:]:
-        if part.index["plan_digest"] != first.index["plan_digest"]:
+        if part.plan_digest != first.plan_digest:
             raise MergeError(
                 f"{_name(part)} and {_name(first)} were built from different plans "
-                f"(plan digests {part.index['plan_digest'][:19]}… and "
-                f"{first.index['plan_digest'][:19]}…): build every shard with the same "
+                f"(plan digests {part.plan_digest[:19]}… and "
+                f"{first.plan_digest[:19]}…): build every shard with the same "
                 "package.json, targets, version, options and SOURCE_DATE_EPOCH"
             )
 
 
 def _check_each_package_once(parts: list[_Part]) -> dict[str, _Part]:
-    expected = [p["name"] for p in parts[0].index["plan"]["packages"]]
+    plan = parts[0].index.plan or {}
+    expected = [p["name"] for p in plan["packages"]]
     owner: dict[str, _Part] = {}
     for part in parts:
         for key in part.packages:
@@ -166,13 +157,13 @@ def _check_each_package_once(parts: list[_Part]) -> dict[str, _Part]:
     return owner
 
 
-def _checked(part: _Part, item: dict[str, Any], out: Path) -> _Source:
+def _checked(part: _Part, item: IndexedFile, out: Path) -> _Source:
     """The file of an index entry: a plain name, the shard's own file (see the module),
     with the size and sha256 the index says."""
-    name, size = item.get("file"), item.get("size")
-    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+    name, size = item.file, item.size
+    if not name or "/" in name or name.startswith("."):
         raise MergeError(f"{part.out / outdir.INDEX}: /files: {name!r} is not a file name")
-    if item.get("package") not in part.packages:
+    if item.package not in part.packages:
         raise MergeError(f"{part.out / name}: its package is not one of the shard's")
     path, target = part.out / name, out / name
     in_out = _same_directory(part.out, out)
@@ -180,7 +171,7 @@ def _checked(part: _Part, item: dict[str, Any], out: Path) -> _Source:
         found = _own_file(file, path, None if in_out else target)
         if found.st_size != size:
             raise MergeError(f"{path}: expected a file of {size} bytes as index.json says")
-        if hashlib.file_digest(file, "sha256").hexdigest() != item["sha256"]:
+        if hashlib.file_digest(file, "sha256").hexdigest() != item.sha256:
             raise MergeError(
                 f"{path}: not the file {part.out / outdir.INDEX} lists (another sha256; "
                 "damaged or changed since its build?): build the shard again"
@@ -224,13 +215,13 @@ def _identity(found: os.stat_result) -> tuple[int, int]:
     return found.st_dev, found.st_ino
 
 
-def _gather(sources: list[_Source], out: Path, index: dict[str, Any], names: list[str]) -> None:
+def _gather(sources: list[_Source], out: Path, index: BuildIndex, names: list[str]) -> None:
     outdir.create(out)
     earlier = outdir.begin(out, names)
     with outdir.scratch(out) as scratch:
         for source in sources:
             _place(source, Path(scratch))
-    outdir.finish(out, index, names, earlier)
+    outdir.finish(out, lambda: build_index.write(out, index), names, earlier)
 
 
 def _same_directory(a: Path, b: Path) -> bool:

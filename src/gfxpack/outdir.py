@@ -22,7 +22,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,8 @@ from gfxpack._io import DIRECTORY_MODE, FILE_MODE
 from gfxpack.errors import GfxpackError
 
 INDEX = "index.json"
+# The largest index.json read: a whole release's is a few MiB.
+INDEX_LIMIT = 64 << 20
 CLAIMS = ".gfxpack-building.json"
 SCRATCH_PREFIX = ".gfxpack-partial-"
 
@@ -160,15 +162,9 @@ def _read_json(path: Path) -> Any:
         return None
     with os.fdopen(fd, "rb") as file:
         try:
-            return json.loads(file.read(64 << 20))
+            return json.loads(file.read(INDEX_LIMIT))
         except (OSError, ValueError, RecursionError):
             return None
-
-
-def read_index(out: Path) -> dict[str, Any] | None:
-    """The index.json in ``out`` as a JSON object; None when there is none (or not one)."""
-    document = _read_json(out / INDEX)
-    return document if isinstance(document, dict) else None
 
 
 def _refuse_an_index_directory(out: Path) -> None:
@@ -203,10 +199,13 @@ def begin(out: Path, produced: Iterable[str]) -> set[str]:
     return earlier
 
 
-def finish(out: Path, index: dict[str, Any], produced: Iterable[str], earlier: set[str]) -> Tidied:
-    """Write the index of a complete build, then remove what earlier builds left."""
+def finish(
+    out: Path, write_index: Callable[[], None], produced: Iterable[str], earlier: set[str]
+) -> Tidied:
+    """Write the index of a complete build (``write_index``: the shape is
+    :mod:`gfxpack.build_index`'s), then remove what earlier builds left."""
     produced = set(produced)
-    write_json(out / INDEX, index)
+    write_index()
     removed = []
     for name in sorted(earlier - produced):
         path = out / name

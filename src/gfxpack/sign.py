@@ -6,14 +6,13 @@ repository, not the package), and the build's ``index.json`` follows the new byt
 from __future__ import annotations
 
 import filecmp
-import json
-import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from gfxpack._io import FILE_MODE, atomic_write, file_digests
+from gfxpack import build_index
+from gfxpack._io import file_digests
 from gfxpack.build import BuiltFile
 from gfxpack.formats.package_format import UnknownFormat, format_of_file
 from gfxpack.formats.rpmsign import SignError, same_contents, sign_rpm
@@ -82,19 +81,16 @@ def _measured(out: Path, item: BuiltFile) -> BuiltFile:
 
 def _refresh_index(directory: Path, names: set[str]) -> None:
     """Rewrite the sizes and digests of ``names`` in directory/index.json, if it has one."""
-    index = directory / INDEX
-    if not index.is_file() or index.is_symlink():
+    if not (directory / INDEX).is_file() or (directory / INDEX).is_symlink():
         return
     try:
-        document = json.loads(index.read_bytes())
-        listed = document["files"]
-    except (ValueError, KeyError, TypeError):
-        raise SignError(
-            f"{index}: not a gfxpack build index; signed files are not recorded"
-        ) from None
-    for item in listed:
-        if isinstance(item, dict) and item.get("file") in names:
-            item["size"], (item["sha256"],) = file_digests(directory / item["file"], "sha256")
-    with atomic_write(index) as file:
-        os.fchmod(file.fileno(), FILE_MODE)
-        file.write((json.dumps(document, indent=2) + "\n").encode())
+        index = build_index.read(directory)
+    except build_index.InvalidBuildIndex as e:
+        raise SignError(f"{e}; signed files are not recorded") from None
+    files = []
+    for item in index.files:
+        if item.file in names:
+            size, (sha256,) = file_digests(directory / item.file, "sha256")
+            item = replace(item, size=size, sha256=sha256)
+        files.append(item)
+    build_index.write(directory, replace(index, files=tuple(files)))

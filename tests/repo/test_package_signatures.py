@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from gfxpack.repo.retention import Retention
 from tests.conftest import run
 from tests.verify.helpers import write_package
 from tests.verify.signed import Key, make_key
+from tests.verify.test_sqv import keys_in
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +127,45 @@ def test_an_rpm_signed_by_another_key_is_refused(keys, tmp_path):
         str(keys["other"].export(tmp_path / "other.gpg")))  # fmt: skip
     both = gfxpack(key, "repo", "--in", str(other), "--out", str(tmp_path / "repo"), *rotation)
     assert both.exit_code == 0, both.output
+
+
+def test_the_printed_dnf_lines_trust_both_keys_of_a_rotation(keys, tmp_path):
+    """During a key rotation the repository holds RPMs signed by either key: the key file
+    the printed dnf and zypper lines import (repodata/repomd.xml.key) holds both, so a
+    machine set up from them then installs both (rpmkeys -K, with what it imported)."""
+    # The signer's gpg home: the repository's key and the rotation's other public key.
+    home = tmp_path / "gnupg"
+    shutil.copytree(keys["repo"].home, home, ignore=shutil.ignore_patterns("S.*"))
+    other = keys["other"]
+    run("gpg", "--batch", "--homedir", str(home), "--import",
+        str(other.export(tmp_path / "other.gpg")))  # fmt: skip
+    key, out = Key(str(home), keys["repo"].fingerprint), tmp_path / "repo"
+    ours = build(tmp_path / "ours", "tool", signed_by=keys["repo"])
+    theirs = build(tmp_path / "theirs", "next", signed_by=other)
+    result = gfxpack(key, "repo", "--in", str(ours), "--in", str(theirs), "--out", str(out),
+                     "--sign-key", key.fingerprint, "--extra-key", other.fingerprint)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    for client in ("dnf", "zypper"):
+        lines = printed(result.output, client)
+        assert f"gpgkey=file://{out.resolve()}/rpm/repodata/repomd.xml.key" in lines, lines
+    key_file = out / "rpm/repodata/repomd.xml.key"
+    db = tmp_path / "machine-db"
+    db.mkdir()
+    run("rpmkeys", "--dbpath", str(db), "--import", str(key_file))
+    for rpm in ("tool-8.2.0-1.x86_64.rpm", "next-8.2.0-1.x86_64.rpm"):
+        checked = subprocess.run(["rpmkeys", "--dbpath", str(db), "-K",
+                                  str(out / "rpm/Packages" / rpm)],
+                                 capture_output=True, text=True, check=False)  # fmt: skip
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert checked.stdout.strip().endswith("digests signatures OK"), checked.stdout
+    assert keys_in(key_file) == {key.fingerprint[-16:], other.fingerprint[-16:]}
+    # The signature beside it is still the signing key's alone (gpgv with each key).
+    repodata = out / "rpm/repodata"
+    for signer, status in ((keys["repo"], 0), (other, 2)):
+        keyring = signer.export(tmp_path / f"{signer.fingerprint}.gpg")
+        gpgv = ["gpgv", "--keyring", str(keyring), str(repodata / "repomd.xml.asc"),
+                str(repodata / "repomd.xml")]  # fmt: skip
+        assert subprocess.run(gpgv, capture_output=True, check=False).returncode == status
 
 
 def setup_repo_file(package: Path, tmp_path: Path) -> str:

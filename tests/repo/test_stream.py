@@ -282,7 +282,7 @@ def test_a_pruned_file_stays_while_a_kept_index_names_it(builds, tmp_path):
     # Two more generations: the last one naming 8.2.0 is out of the three kept.
     for day, version in ((40, "8.2.1"), (50, "8.2.2")):
         result = publish(builds[version], repo, "stable", EPOCH + day * DAY, retain=None)
-        assert result
+        assert result.formats
     assert gone <= _pool(repo)  # the same builds again change no index: no new generation
     result = prune(repo, Retention.parse("1builds"), _at(EPOCH + 60 * DAY))
     assert result["removed_versions"] == ["8.2.1-1"] and gone <= _pool(repo)

@@ -197,6 +197,27 @@ def test_verify_warns_when_a_repository_expires_within_the_days_asked(key, night
     assert result.exit_code == 0 and "expired 2023-11-22" in result.stderr
 
 
+def test_verify_json_carries_the_valid_until_and_whether_it_is_near(key, nights, tmp_path):
+    repo = tmp_path / "nightly"
+    _signed_nightly(key, {1: nights[1]}, repo, "--valid-for", "7")  # until EPOCH + 8 days
+    judged = {
+        now: {r.fmt.name: r.as_dict() for r in verify(repo, [], expires_within=2, now=now)}
+        for now in (EPOCH + 2 * DAY, EPOCH + 7 * DAY)
+    }
+    far, near = judged[EPOCH + 2 * DAY]["deb"], judged[EPOCH + 7 * DAY]["deb"]
+    assert far["valid_until"] == near["valid_until"] == "2023-11-22T22:13:20Z"
+    assert (far["expiring"], near["expiring"]) == (False, True)
+    # rpm-md has no Valid-Until: it never expires.
+    assert judged[EPOCH + 7 * DAY]["rpm"]["valid_until"] is None
+    assert judged[EPOCH + 7 * DAY]["rpm"]["expiring"] is False
+    # The command line, on today's clock: long expired; not asked, not judged.
+    for asked, expiring in ((["--expires-within", "1"], True), ([], None)):
+        result = CliRunner().invoke(cli, ["verify", "--repo", str(repo), "--json", *asked])
+        assert result.exit_code == 0, result.output
+        deb = {r["format"]: r for r in json.loads(result.stdout)}["deb"]
+        assert (deb["valid_until"], deb["expiring"]) == ("2023-11-22T22:13:20Z", expiring)
+
+
 def test_stream_list_says_what_is_on_disk(key, nights, tmp_path):
     repo = tmp_path / "nightly"
     _signed_nightly(key, nights, repo, "--keep-generations", "3")

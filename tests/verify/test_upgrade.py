@@ -51,8 +51,9 @@ def files_of(release, fmt, names):
 def test_publishing_is_incremental(releases, tmp_path):
     built, repo, results = releases
     per_release = len(built["8.2.0"].files("deb"))
-    assert [len(results[v][0]["added"]) for v in built] == [per_release] * 3
-    assert results["8.3.0"][0]["packages"] == results["8.3.0"][1]["packages"] == 3 * per_release
+    assert [len(results[v].formats[0].added) for v in built] == [per_release] * 3
+    deb, rpm = results["8.3.0"].formats
+    assert deb.packages == rpm.packages == 3 * per_release
     packages = (repo / "apt/dists/stable/main/binary-amd64/Packages").read_text()
     for version in ("8.2.0-1", "8.2.1-1"):
         assert f"Package: amdrocm-core8.2-gfx942\nVersion: {version}\n" in packages
@@ -60,7 +61,7 @@ def test_publishing_is_incremental(releases, tmp_path):
     # Publishing a build again adds nothing and changes no index.
     before = {p: p.read_bytes() for p in (repo / "apt/dists").rglob("*") if p.is_file()}
     again = publish(built["8.2.1"].out, repo, "stable", EPOCH)
-    assert [r["added"] for r in again] == [[], []]
+    assert [r.added for r in again.formats] == [(), ()]
     assert {p: p.read_bytes() for p in (repo / "apt/dists").rglob("*") if p.is_file()} == before
 
 

@@ -15,12 +15,12 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
-from gfxpack import outdir
+from gfxpack import build_index, outdir
 from gfxpack.build.jobs import BuildError, Job, JobResult, make_jobs
 from gfxpack.build.options import BuildOptions
 from gfxpack.build.runners import run_pool, run_serial
+from gfxpack.build_index import BuildIndex, IndexedFile, ShardRecord
 from gfxpack.formats.payload import Entry, installed_size
 from gfxpack.plan import PlannedPackage, ReleasePlan
 from gfxpack.shard import Shard, plan_digest
@@ -95,7 +95,7 @@ def build(
             run_pool(jobs, options.jobs, scratch, str(out), record)
     built.sort(key=lambda b: (b.format, b.file))
     index = _index(plan, built, digest, options.shard, packages)
-    tidied = outdir.finish(out, index, produced, earlier)
+    tidied = outdir.finish(out, lambda: build_index.write(out, index), produced, earlier)
     if on_note:
         for name in tidied.removed:
             on_note(f"removed {out / name}: an earlier build wrote it; this build does not")
@@ -107,17 +107,18 @@ def build(
 def _refuse_other_shard(out: Path, digest: str, shard: Shard | None) -> None:
     """Each shard has its own OUT: building one where another shard of the same release
     lies would remove that shard's packages as an earlier build's."""
-    index = outdir.read_index(out)
-    there = index.get("shard") if index is not None else None
+    try:
+        there = build_index.read(out)
+    except build_index.InvalidBuildIndex:
+        return  # none, or one this build replaces
     if (
-        index is not None
-        and isinstance(there, dict)
-        and index.get("plan_digest") == digest
+        there.shard is not None
+        and there.plan_digest == digest
         and shard is not None
-        and there.get("label") != shard.label
+        and there.shard.label != shard.label
     ):
         raise BuildError(
-            f"{out} holds shard {there.get('label')} of this release: give each shard "
+            f"{out} holds shard {there.shard.label} of this release: give each shard "
             "its own --out, then gfxpack merge them"
         )
 
@@ -128,19 +129,16 @@ def _index(
     digest: str,
     shard: Shard | None,
     packages: tuple[PlannedPackage, ...],
-) -> dict[str, Any]:
-    index = {
-        "rocm_version": plan.rocm_version,
-        "release": plan.release,
-        "mode": str(plan.mode),
-        "targets": list(plan.targets),
-        "files": [asdict(item) for item in built],
+) -> BuildIndex:
+    return BuildIndex(
+        rocm_version=plan.rocm_version,
+        release=plan.release,
+        mode=str(plan.mode),
+        targets=tuple(plan.targets),
+        files=tuple(IndexedFile(**asdict(item)) for item in built),
         # The plan the packages were built from (plan --format json), notes included:
         # what report and diff read instead of re-planning.
-        "plan": plan_as_dict(plan),
-        # What gfxpack merge compares: shards of one release share it.
-        "plan_digest": digest,
-    }
-    if shard is not None:
-        index["shard"] = {"label": shard.label, "packages": [p.key for p in packages]}
-    return index
+        plan=plan_as_dict(plan),
+        plan_digest=digest,
+        shard=None if shard is None else ShardRecord(shard.label, tuple(p.key for p in packages)),
+    )

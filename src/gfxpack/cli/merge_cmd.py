@@ -32,10 +32,10 @@ def merge_command(shards: tuple[str, ...], out: str, as_json: bool) -> None:
 
     index = merge(shards, out)
     if as_json:
-        click.echo(json.dumps(index, indent=2))
+        click.echo(json.dumps(index.as_json(), indent=2))
         return
-    files = index["files"]
+    files = index.files
     click.echo(
-        f"{len(files)} files ({sum(f['size'] for f in files):,} bytes) of "
+        f"{len(files)} files ({sum(f.size for f in files):,} bytes) of "
         f"{len(shards)} shards in {out}"
     )

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
 import click
 
 from gfxpack.cli.common import reports_errors, strict_option, terminal_line
-from gfxpack.errors import GfxpackError
 
 
 def _warn(message: str) -> None:
@@ -152,8 +150,9 @@ def _warn(message: str) -> None:
     "extra_keys",
     multiple=True,
     metavar="FPR",
-    help="Also publish this public key (repeatable) in the repository's keyring and "
-    "setup package, beside --sign-key's, without signing with it: machines then trust "
+    help="Also publish this public key (repeatable) in the repository's keyrings (apt's, "
+    "repodata/repomd.xml.key) and setup package, beside --sign-key's, without signing "
+    "with it: machines set up either way then trust "
     "both, the first and last steps of a key rotation (see the release streams guide). "
     "RPMs may be signed by it.",
 )
@@ -221,124 +220,57 @@ def repo_command(
     otherwise.
     """
     from gfxpack import repo as repo_module
+    from gfxpack.build import source_date_epoch as build_epoch
     from gfxpack.epoch import source_date_epoch
-    from gfxpack.formats import FORMATS, format_named
-    from gfxpack.formats.openpgp import check_signing_key
-    from gfxpack.repo.backends import backend
-    from gfxpack.repo.names import DEFAULT, check_suite
-    from gfxpack.repo.package_signatures import packages_unchecked
+    from gfxpack.formats import format_named
     from gfxpack.repo.retention import Retention
-    from gfxpack.repo.settings import recorded_settings
-    from gfxpack.repo.setup_package import (
-        SetupPackage,
-        check_base_url,
-        check_setup_package,
-        setup_lines,
-        write_index,
-        write_setup_packages,
-    )
-    from gfxpack.repo.trust import export_public_key, publish_key
+    from gfxpack.sign import sign_unless_published
 
-    epoch = source_date_epoch(os.environ, int(time.time()))
     out_path = Path(out)
-    inputs = [Path(build) for build in builds]
-    # Every value the printed lines and the setup package hold, checked before any use.
-    if base_url is not None:
-        check_base_url(base_url)
-    recorded = recorded_settings(out_path)
-    # Given once, remembered: a later run's setup lines keep the served URL.
-    base_url = base_url if base_url is not None else recorded.base_url
-    suite = suite if suite is not None else recorded.suite
-    check_suite(suite)
-    if setup_package:
-        check_setup_package(setup_package, setup_version)
-        if sign_key is None or not base_url:
-            raise GfxpackError("--setup-package needs --sign-key and --base-url")
-    given = {
-        "origin": origin,
-        "label": label,
-        "repo_id": repo_id,
-        "repo_name": repo_name,
-        "codename": codename,
-        "keep_generations": keep_generations,
-        "valid_for_days": valid_for,
-    }
-    if recorded.names is None and repo_id is None:
-        given["repo_id"] = setup_package or DEFAULT
-    names = recorded.with_names(given)
-    names.check()
-    if extra_keys and not sign_key:
-        raise GfxpackError("--extra-key needs --sign-key: it is published beside that key")
-    if sign_key:
-        # Refused before anything is signed with them (the run warns, when allowed).
-        for option, key_name in [
-            ("--sign-key", sign_key),
-            *(("--extra-key", k) for k in extra_keys),
-        ]:
-            check_signing_key(key_name, None, what=f"{option} {key_name}", allow=allow_weak_key)
     setup = None
-    if setup_package and base_url:
-        setup = SetupPackage(
-            setup_package,
-            base_url,
-            suite,
-            setup_version,
-            repo_id,
-            repo_name,
-            package_gpgcheck=not (allow_unsigned_packages or packages_unchecked(out_path)),
+    if setup_package:
+        # Setup packages are stamped as gfxpack build stamps packages.
+        mtime = build_epoch(os.environ)
+        setup = repo_module.SetupRequest(
+            setup_package, sign_unless_published, setup_version, repo_id, repo_name, mtime
         )
-    key = export_public_key(sign_key, None, extra_keys) if sign_key else None
-    setup_files = {}
-    with tempfile.TemporaryDirectory(prefix="gfxpack-setup-") as scratch:
-        if setup is not None and key is not None and sign_key is not None:
-            # Setup packages are stamped as gfxpack build stamps packages.
-            from gfxpack.build import source_date_epoch as build_epoch
-
-            made = Path(scratch)
-            setup_files = write_setup_packages(setup, key, FORMATS, made, build_epoch(os.environ))
-            for fmt, path in setup_files.items():
-                if fmt.signs_packages:
-                    from gfxpack.sign import sign_unless_published
-
-                    pooled = backend(fmt).pool(out_path / fmt.repo_dir) / path.name
-                    sign_unless_published(path, pooled, sign_key)
-            write_index(made, setup_files.values())
-            inputs.append(made)
-        results = repo_module.publish(
-            inputs,
-            out_path,
-            suite,
-            epoch,
-            sign_key,
-            warn=_warn,
-            wait=wait,
-            retain=Retention.parse(retain) if retain is not None else None,
-            strict=strict,
-            names=names,
-            unsigned=unsigned,
-            base_url=base_url,
-            allow_unsigned_packages=allow_unsigned_packages,
-            allow_weak_key=allow_weak_key,
-            extra_keys=extra_keys,
-        )
-    published = [fmt for fmt in FORMATS if any(r["format"] == fmt.name for r in results)]
-    keys = publish_key(out_path, key, published) if key is not None else {}
-    lines = setup_lines(out_path, base_url, suite, keys, setup_files, published, names)
-    for result in results:
-        result["setup"] = lines.get(format_named(result["format"]), {})
+    result = repo_module.publish(
+        [Path(build) for build in builds],
+        out_path,
+        suite,
+        source_date_epoch(os.environ, int(time.time())),
+        sign_key,
+        warn=_warn,
+        wait=wait,
+        strict=strict,
+        retain=Retention.parse(retain) if retain is not None else None,
+        unsigned=unsigned,
+        base_url=base_url,
+        allow_unsigned_packages=allow_unsigned_packages,
+        allow_weak_key=allow_weak_key,
+        extra_keys=extra_keys,
+        given_names={
+            "origin": origin,
+            "label": label,
+            "repo_id": repo_id,
+            "repo_name": repo_name,
+            "codename": codename,
+            "keep_generations": keep_generations,
+            "valid_for_days": valid_for,
+        },
+        setup=setup,
+    )
     if as_json:
-        click.echo(json.dumps(results, indent=2))
+        click.echo(json.dumps(result.as_json(), indent=2))
         return
-    for result in results:
-        where = out_path / format_named(result["format"]).repo_dir
-        details = [f"suite {result['suite']}"] if "suite" in result else []
-        details += ["signed"] if result["signed"] else []
-        details += [f"pruned {', '.join(result['pruned'])}"] if result.get("pruned") else []
+    for summary in result.formats:
+        where = out_path / format_named(summary.format).repo_dir
+        details = summary.details()
         click.echo(
-            f"{result['format']}: {len(result['added'])} new, {result['packages']} in {where}"
+            f"{summary.format}: {len(summary.added)} new, {summary.packages} in {where}"
             + (f" ({', '.join(details)})" if details else "")
         )
     if not quiet:
-        for by_client in lines.values():
-            for client, line in by_client.items():
+        for summary in result.formats:
+            for client, line in (summary.setup or {}).items():
                 click.echo(f"  {client}:  {line}")

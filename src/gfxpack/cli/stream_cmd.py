@@ -8,11 +8,14 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from gfxpack.cli.common import reports_errors, terminal_line
+
+if TYPE_CHECKING:
+    from gfxpack.repo.results import RunResult
 
 
 def _warn(message: str) -> None:
@@ -64,69 +67,47 @@ def _options(sign_key: str | None) -> Any:
 
 
 def _print(
-    result: dict[str, Any],
+    result: RunResult,
     out: Path,
-    sign_key: str | None,
     as_json: bool,
     dry_run: bool = False,
-    setup: bool = False,
     removing: bool = False,
 ) -> None:
-    """Publish the key beside the indexes signed, then say what the run did (what it
-    would do, with ``dry_run``; for a run ``removing`` builds, also that it removed
-    none), each format's summary as gfxpack repo prints it, and with ``setup`` the
-    lines that point a machine at ``out``."""
+    """Say what the run did (what it would do, with ``dry_run``; for a run ``removing``
+    builds, also that it removed none), each format's summary as gfxpack repo prints
+    it, and the lines that point a machine at ``out`` when the run made them."""
     from gfxpack.formats import format_named
-    from gfxpack.repo.names import DEFAULT_NAMES
-    from gfxpack.repo.settings import recorded_settings
-    from gfxpack.repo.setup_package import setup_lines
-    from gfxpack.repo.trust import export_public_key, publish_key
 
-    published = [format_named(r["format"]) for r in result["formats"]]
-    keys = {}
-    if sign_key and published:
-        keys = publish_key(out, export_public_key(sign_key, None), published)
-    lines = {}
-    if setup and published:
-        recorded = recorded_settings(out)
-        lines = setup_lines(
-            out, recorded.base_url, recorded.suite, keys, {}, published,
-            recorded.names or DEFAULT_NAMES,
-        )  # fmt: skip
-        for summary in result["formats"]:
-            summary["setup"] = lines.get(format_named(summary["format"]), {})
     if as_json:
-        click.echo(json.dumps(result, indent=2))
+        click.echo(json.dumps(result.as_json(), indent=2))
         return
     verb = "would remove" if dry_run else "removed"
-    for version in result["removed_versions"]:
+    for version in result.removed_versions:
         click.echo(terminal_line(f"{verb} build {version}"))
-    if result["removed_files"]:
-        if not result["removed_versions"]:
-            click.echo(f"{verb} {len(result['removed_files'])} package file(s)")
-        for name in result["removed_files"]:
+    if result.removed_files:
+        if not result.removed_versions:
+            click.echo(f"{verb} {len(result.removed_files)} package file(s)")
+        for name in result.removed_files:
             click.echo(f"  {name}")
-    elif removing and not result["removed_versions"]:
+    elif removing and not result.removed_versions:
         click.echo("nothing to remove" + (" (dry run: nothing changed)" if dry_run else ""))
-    if result.get("uninstallable"):
+    if result.uninstallable:
         became = "would become" if dry_run else "became"
-        click.echo(f"{became} uninstallable (--force): {len(result['uninstallable'])} package(s)")
-        for name in result["uninstallable"]:
+        click.echo(f"{became} uninstallable (--force): {len(result.uninstallable)} package(s)")
+        for name in result.uninstallable:
             click.echo(terminal_line(f"  {name}"))  # names read from the indexes
-    if result["deleted_files"]:
+    if result.deleted_files:
+        click.echo(f"deleted {len(result.deleted_files)} pool file(s) no kept index names any more")
+    for summary in result.formats:
+        details = [f"suite {summary.suite}"] if summary.suite is not None else []
+        details += ["signed"] if summary.signed else []
         click.echo(
-            f"deleted {len(result['deleted_files'])} pool file(s) no kept index names any more"
-        )
-    for summary in result["formats"]:
-        details = [f"suite {summary['suite']}"] if "suite" in summary else []
-        details += ["signed"] if summary.get("signed") else []
-        click.echo(
-            f"{summary['format']}: {len(summary['added'])} new, {summary['packages']} in "
-            f"{out / format_named(summary['format']).repo_dir}"
+            f"{summary.format}: {len(summary.added)} new, {summary.packages} in "
+            f"{out / format_named(summary.format).repo_dir}"
             + (f" ({', '.join(details)})" if details else "")
         )
-    for by_client in lines.values():
-        for client, line in by_client.items():
+    for summary in result.formats:
+        for client, line in (summary.setup or {}).items():
             click.echo(f"  {client}:  {line}")
 
 
@@ -199,14 +180,20 @@ def prune_command(
 ) -> None:
     """Remove the builds a retention policy no longer keeps, and their pool files."""
     from gfxpack.repo import stream
+    from gfxpack.repo.publishing import stream_run
     from gfxpack.repo.retention import Retention
 
     policy = Retention.parse(retain)
     out = Path(repo)
-    result = stream.prune(
-        out, policy, _options(sign_key), dry_run=dry_run, warn=_warn, unsigned=unsigned
-    )
-    _print(result, out, sign_key, as_json, dry_run=dry_run, removing=True)
+    result, _ = stream_run(
+        lambda then: stream.prune(
+            out, policy, _options(sign_key), dry_run=dry_run, warn=_warn, unsigned=unsigned,
+            then=then,
+        ),
+        out,
+        sign_key,
+    )  # fmt: skip
+    _print(result, out, as_json, dry_run=dry_run, removing=True)
 
 
 @stream_group.command("remove")
@@ -242,15 +229,20 @@ def remove_command(
     """
     from gfxpack.errors import GfxpackError
     from gfxpack.repo import stream
+    from gfxpack.repo.publishing import stream_run
 
     if not versions and not packages:
         raise GfxpackError("give --version or --package: what to remove")
     out = Path(repo)
-    result = stream.remove(
-        out, versions, packages, _options(sign_key), dry_run=dry_run, warn=_warn,
-        unsigned=unsigned, force=force,
+    result, _ = stream_run(
+        lambda then: stream.remove(
+            out, versions, packages, _options(sign_key), dry_run=dry_run, warn=_warn,
+            unsigned=unsigned, force=force, then=then,
+        ),
+        out,
+        sign_key,
     )  # fmt: skip
-    _print(result, out, sign_key, as_json, dry_run=dry_run, removing=True)
+    _print(result, out, as_json, dry_run=dry_run, removing=True)
 
 
 @stream_group.command("promote")
@@ -336,6 +328,7 @@ def promote_command(
     from dataclasses import replace
 
     from gfxpack.repo import stream
+    from gfxpack.repo.publishing import stream_run
     from gfxpack.repo.retention import Retention
     from gfxpack.repo.setup_package import check_base_url
 
@@ -346,19 +339,25 @@ def promote_command(
     out = Path(target)
     given = {"valid_for_days": valid_for, "repo_id": repo_id, "repo_name": repo_name,
              "origin": origin, "label": label}  # fmt: skip
-    result = stream.promote(
-        src,
+    result, _ = stream_run(
+        lambda then: stream.promote(
+            src,
+            out,
+            version,
+            from_stream or src.resolve().name,
+            replace(_options(sign_key), base_url=base_url),
+            policy,
+            given,
+            warn=_warn,
+            unsigned=unsigned,
+            allow_unsigned_packages=allow_unsigned_packages,
+            then=then,
+        ),
         out,
-        version,
-        from_stream or src.resolve().name,
-        replace(_options(sign_key), base_url=base_url),
-        policy,
-        given,
-        warn=_warn,
-        unsigned=unsigned,
-        allow_unsigned_packages=allow_unsigned_packages,
+        sign_key,
+        setup=True,
     )
-    _print(result, out, sign_key, as_json, setup=True)
+    _print(result, out, as_json)
 
 
 @stream_group.command("refresh")
@@ -369,24 +368,25 @@ def refresh_command(repo: str, sign_key: str | None, unsigned: bool, as_json: bo
     """Sign a repository's indexes again, with a new Date and Valid-Until, publishing
     nothing: for a repository published with --valid-for whose next publish is further
     away than its Valid-Until (gfxpack verify --expires-within says when)."""
+    from dataclasses import replace
+
     from gfxpack.repo import stream
+    from gfxpack.repo.publishing import stream_run
 
     out = Path(repo)
     options = _options(sign_key)
-    result = stream.refresh(out, options, warn=_warn, unsigned=unsigned)
-    names = _recorded_names(out)
-    until = options.epoch + names.valid_for_days * 86_400 if names.valid_for_days else None
-    result["valid_until"] = until
-    _print(result, out, sign_key, as_json)
+    result, recorded = stream_run(
+        lambda then: stream.refresh(out, options, warn=_warn, unsigned=unsigned, then=then),
+        out,
+        sign_key,
+    )
+    # Valid-Until as the run wrote it: from the names the repository recorded.
+    days = recorded.names.valid_for_days if recorded and recorded.names else None
+    until = options.epoch + days * 86_400 if days else None
+    result = replace(result, refresh=True, valid_until=until)
+    _print(result, out, as_json)
     if not as_json:
         click.echo(
             "apt's Release is valid until "
             + (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until)) if until else "no end")
         )
-
-
-def _recorded_names(out: Path) -> Any:
-    from gfxpack.repo.names import DEFAULT_NAMES
-    from gfxpack.repo.settings import recorded_settings
-
-    return recorded_settings(out).names or DEFAULT_NAMES

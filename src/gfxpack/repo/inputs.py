@@ -10,7 +10,6 @@ other tools is accepted with a warning.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -18,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gfxpack import build_index
 from gfxpack._io import hasher
 from gfxpack.errors import GfxpackError
 from gfxpack.formats.package_format import FORMATS, PackageFormat, format_of_file
@@ -74,39 +74,36 @@ def _regular(path: Path, where: str) -> os.stat_result:
     return info
 
 
-def collect(build: Path, warn: Callable[[str], None]) -> list[InputFile]:
-    """The package files of one ``--in`` directory, each checked (see the module)."""
+def collect(build: Path, warn: Callable[[str], None]) -> tuple[list[InputFile], str | None]:
+    """The package files of one ``--in`` directory, each checked (see the module), and
+    the build version (``ROCM_VERSION-RELEASE``) its index names, if any: a setup
+    package's or an index-less directory's files belong to no build."""
     try:
         if not build.is_dir():
             raise RepoError(f"{build}: not a directory (give the --out directory of gfxpack build)")
         if (build / INDEX).exists() or (build / INDEX).is_symlink():
             return _from_index(build)
-        return _without_index(build, warn)
+        return _without_index(build, warn), None
     except OSError as e:
         raise RepoError(f"{build}: cannot read: {e.strerror}") from None
 
 
-def _from_index(build: Path) -> list[InputFile]:
+def _from_index(build: Path) -> tuple[list[InputFile], str | None]:
     index = build / INDEX
     _regular(index, str(build))
     try:
-        listed = json.loads(index.read_bytes())["files"]
-        entries = [(item["file"], item["size"], item["sha256"]) for item in listed]
-    except KeyError as e:
-        raise RepoError(f"{index}: not a gfxpack build index (no {e.args[0]!r} key)") from None
-    except (ValueError, TypeError, RecursionError) as e:
-        raise RepoError(f"{index}: not a gfxpack build index ({e})") from None
+        read = build_index.read(build)
+    except build_index.InvalidBuildIndex as e:
+        raise RepoError(str(e)) from None
     files = []
     missing = []
-    for number, (name, size, sha256) in enumerate(entries):
-        where = f"{index}: files[{number}]"
-        if not isinstance(name, str) or not FILE_NAME.match(name):
+    for number, item in enumerate(read.files):
+        name, size, sha256 = item.file, item.size, item.sha256
+        if not FILE_NAME.match(name):
             raise RepoError(
-                f"{where}: {name!r} is not a package file name inside {build} "
-                "(one .deb or .rpm name, no directories)"
+                f"{index}: /files/{number}/file: {name!r} is not a package file name "
+                f"inside {build} (one .deb or .rpm name, no directories)"
             )
-        if not isinstance(size, int) or not isinstance(sha256, str):
-            raise RepoError(f"{where}: size and sha256 must be a number and a string")
         path = build / name
         if not path.exists() and not path.is_symlink():
             missing.append(name)
@@ -129,7 +126,7 @@ def _from_index(build: Path) -> list[InputFile]:
             f"{index} lists {len(missing)} file(s) that are not there, e.g. {missing[0]} "
             "(an interrupted or failed build? build again)"
         )
-    return files
+    return files, read.version
 
 
 def _without_index(build: Path, warn: Callable[[str], None]) -> list[InputFile]:

@@ -2,8 +2,8 @@
 
     Packages/<file>.rpm
     repodata/repomd.xml, repomd.xml.asc (signed with --sign-key) and repomd.xml.key
-             (the signing key, armored), <sha256>-primary.xml.gz, -filelists.xml.gz,
-             -other.xml.gz
+             (the signing key and any --extra-key, armored),
+             <sha256>-primary.xml.gz, -filelists.xml.gz, -other.xml.gz
     debug/repodata/...  the -debuginfo repository (formats/debug_symbols.py), once
              there are debug-symbol packages: its own repomd.xml, signed alike,
              locating its packages in the one pool (../Packages/<file>.rpm)
@@ -260,7 +260,7 @@ def _compose(
     signature = key = None
     if options.sign_key:
         signature = sign(data, options.sign_key, options.gnupghome, REPOMD, clear=False)
-        key = export_armored_key(options.sign_key, options.gnupghome)
+        key = export_armored_key(options.sign_key, options.gnupghome, options.extra_keys)
     return RpmIndexes(root, work, files, data, signature, key)
 
 

@@ -94,6 +94,8 @@ def apply(
     allow_unsigned_packages: bool = False,
     allow_weak_key: bool = False,
     extra_keys: Sequence[str] = (),
+    held: Session | None = None,
+    then: Callable[[State, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Publish ``files`` into the repositories under ``out`` and carry out ``request``,
     in one run (see the module); with ``dry_run`` only what would change is said (and
@@ -104,13 +106,13 @@ def apply(
     unless ``allow_weak_key``, and a package may be signed by one of ``extra_keys``
     (repo/package_signatures.py). The result: each format's
     summary, the versions and files removed from the indexes, the pool files deleted,
-    and the kept packages a removal made uninstallable (with ``force``)."""
-    with (
-        os_errors(str(out)),
-        Transaction(out, warn, wait) as tx,
-        record(out, warn, adopt=not dry_run) as state,
-    ):
-        check_tree(out)  # under the lock: what this run writes in is no link out of OUT
+    and the kept packages a removal made uninstallable (with ``force``). With ``held``
+    (:func:`session`), the run is part of a caller's, under the lock it holds; ``then``
+    is called with the record and the result of a complete run (not a dry one) before
+    the lock is released: what the caller publishes with it (the key beside the
+    indexes) is part of the run."""
+    with os_errors(str(out)), _held_or_new(held, out, warn, wait, not dry_run) as run:
+        tx, state = run.tx, run.state
         options, settings = settle(state, options, names, unsigned or dry_run)
         roots = {fmt: out / fmt.repo_dir for fmt in FORMATS}
         if not dry_run:
@@ -215,7 +217,40 @@ def apply(
             }
             for fmt in written
         ]
+        if then is not None:
+            then(state, result)
         return result
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A run's hold on a repository: its lock and scratch directory, and its record."""
+
+    tx: Transaction
+    state: State
+
+
+@contextmanager
+def session(
+    out: Path, warn: Callable[[str], None], wait: bool = True, adopt: bool = True
+) -> Iterator[Session]:
+    """Hold the repository at ``out`` for one run: its lock (waited for, or an error
+    when not ``wait``), its scratch directory and its record (see :func:`record`). What
+    a caller does around :func:`apply` (``held=``) is then part of the same run."""
+    with Transaction(out, warn, wait) as tx, record(out, warn, adopt=adopt) as state:
+        check_tree(out)  # under the lock: what this run writes in is no link out of OUT
+        yield Session(tx, state)
+
+
+@contextmanager
+def _held_or_new(
+    held: Session | None, out: Path, warn: Callable[[str], None], wait: bool, adopt: bool
+) -> Iterator[Session]:
+    if held is not None:
+        yield held
+        return
+    with session(out, warn, wait, adopt) as made:
+        yield made
 
 
 @contextmanager

@@ -45,13 +45,18 @@ def recorded_settings(out: Path) -> Recorded:
     if not has_record(out):
         return Recorded()
     with State.open(out, create=False) as state:
-        names = _recorded_names(state) if state.setting("names") is not None else None
-        return Recorded(
-            state.setting("suite") or DEFAULT_SUITE,
-            names,
-            state.setting("signed_by"),
-            _recorded_base_url(state),
-        )
+        return recorded_in(state)
+
+
+def recorded_in(state: State) -> Recorded:
+    """What the record ``state`` keeps (see Recorded): for a run holding the lock."""
+    names = _recorded_names(state) if state.setting("names") is not None else None
+    return Recorded(
+        state.setting("suite") or DEFAULT_SUITE,
+        names,
+        state.setting("signed_by"),
+        _recorded_base_url(state),
+    )
 
 
 def _recorded_base_url(state: State) -> str | None:
@@ -97,7 +102,13 @@ def settle(
         "base_url": options.base_url or state.setting("base_url"),
     }
     settled = PublishOptions(
-        suite, options.epoch, options.sign_key, options.gnupghome, names, settings["base_url"]
+        suite,
+        options.epoch,
+        options.sign_key,
+        options.gnupghome,
+        names,
+        settings["base_url"],
+        options.extra_keys,
     )
     return settled, settings
 

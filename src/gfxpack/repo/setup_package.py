@@ -16,18 +16,18 @@ published with them.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from gfxpack._io import atomic_write, write_atomically
+from gfxpack import build_index
+from gfxpack._io import atomic_write
+from gfxpack.build_index import BuildIndex, IndexedFile
 from gfxpack.formats import PackageInfo
 from gfxpack.formats.package_format import PackageFormat
 from gfxpack.formats.payload import Entry, EntryKind
-from gfxpack.outdir import INDEX
 from gfxpack.repo.apt import check_suite
 from gfxpack.repo.backends import backend
 from gfxpack.repo.debfile import PACKAGE_NAME, VERSION
@@ -226,8 +226,8 @@ def write_index(out: Path, files: Iterable[Path]) -> None:
     listed = []
     for path in files:
         size, sha256 = digest(path)
-        listed.append({"file": path.name, "size": size, "sha256": sha256})
-    write_atomically(out / INDEX, (json.dumps({"files": listed}, indent=2) + "\n").encode())
+        listed.append(IndexedFile(file=path.name, size=size, sha256=sha256))
+    build_index.write(out, BuildIndex(files=tuple(listed)))
 
 
 def setup_lines(

@@ -1,5 +1,7 @@
 """What a repository has published, and how its indexes are made: one SQLite database,
-``OUT/.gfxpack-repo.db``, written only under the repository's lock.
+``OUT/.gfxpack-repo.db``, written only under the repository's lock. One module, past 600
+lines, because the schema and every statement run against it stand side by side, so a
+reader sees all that touches a table in one place.
 
 * **files**: every package file the pools hold, with its size, sha256, inode stamp, its
   identity (apt: package, version and architecture; rpm-md: NEVRA) and its entry (what
@@ -26,9 +28,6 @@ versions and times are what gfxpack build and SOURCE_DATE_EPOCH take; so a damag
 planted record is refused with one line, and cannot point a write or a removal out of
 the repository. An empty file where the record was (a full disk, a lost copy) is no
 record (:func:`has_record`): the next run rebuilds it from the pools, as a missing one.
-
-One module for the record, a little over 600 lines: the schema and every statement
-run against it side by side, so a reader sees all that touches a table in one place.
 """
 
 from __future__ import annotations

@@ -48,10 +48,12 @@ def export_public_key(key: str, gnupghome: str | None, extra: Sequence[str] = ()
     return PublicKey(_export(keys, gnupghome, armor=False), _export(keys, gnupghome, armor=True))
 
 
-def export_armored_key(key: str, gnupghome: str | None) -> bytes:
-    """The public part of ``key``, ASCII-armored (what an rpm-md repository publishes
-    beside the signature of its repomd.xml)."""
-    return _export([key], gnupghome, armor=True)
+def export_armored_key(key: str, gnupghome: str | None, extra: Sequence[str] = ()) -> bytes:
+    """The public part of ``key`` and of the ``extra`` keys, ASCII-armored: what an
+    rpm-md repository publishes beside the signature of its repomd.xml, and the printed
+    dnf and zypper lines import (so, during a key rotation, both keys: RPMs signed by
+    either are then installed)."""
+    return _export([key, *extra], gnupghome, armor=True)
 
 
 def _export(keys: Sequence[str], gnupghome: str | None, armor: bool) -> bytes:
