@@ -15,6 +15,8 @@ from gfxpack.cli import cli
 from gfxpack.formats import DEB, FORMATS
 from gfxpack.repo import publish
 from gfxpack.sign import sign_packages
+from gfxpack.verify.integrity import read_repomd
+from gfxpack.verify.system import VerifyError
 from tests.conftest import run
 from tests.verify.conftest import export_key
 from tests.verify.helpers import gfxarch_set, write_package
@@ -221,3 +223,12 @@ def test_dnf_checks_repomd_xml_asc_as_verify_does(signed, tmp_path, gnupg):
     assert "not a good signature" in one_error(
         verify("--repo", str(root), "--format", "rpm", "--keyring", str(keyring))
     )
+
+
+@pytest.mark.parametrize("encoding", ["U-F-8", "shift_jis", "x"])
+def test_a_repomd_declaring_an_encoding_expat_cannot_read_is_one_error(tmp_path, encoding):
+    # Found by tests/fuzz/test_verify_indexes.py: expat raises LookupError or ValueError,
+    # not ParseError, for an encoding it does not know or cannot read.
+    data = f'<?xml version="1.0" encoding="{encoding}"?><repomd/>'.encode()
+    with pytest.raises(VerifyError, match="not well-formed XML"):
+        read_repomd(data, tmp_path / "repomd.xml")

@@ -107,7 +107,7 @@ def read_repomd(data: bytes, where: Path) -> dict[str, MetadataFile]:
         raise VerifyError(f"{where}: {len(data)} bytes, not a repomd.xml")
     try:
         root = ET.fromstring(data)
-    except ET.ParseError as e:
+    except (ET.ParseError, LookupError, ValueError) as e:  # expat: unknown or multi-byte encodings
         raise VerifyError(f"{where}: not well-formed XML ({e})") from None
     if root.tag != f"{_REPO}repomd":
         raise VerifyError(f"{where}: not a repomd.xml (its root is {root.tag[:60]!r})")

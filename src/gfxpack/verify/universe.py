@@ -219,7 +219,7 @@ class Universe:
             return {}
         try:
             return self._read_filelists(self._filelists)
-        except (OSError, EOFError, zlib.error, ET.ParseError) as e:
+        except (OSError, EOFError, zlib.error, ET.ParseError, LookupError, ValueError) as e:
             raise VerifyError(f"{self._filelists}: not a readable filelists: {e}") from None
 
     @staticmethod
