@@ -15,7 +15,9 @@ from gfxpack.config import load_config
 from gfxpack.plan import plan
 from tests.conftest import EXAMPLE_CONFIG, ROOT
 
-INTERNAL = re.compile(r"seed ?0{3}|\bseeds?\b|Decisions? \d|§|\bsection \d|spec/|\.\./shared/spec")
+INTERNAL = re.compile(
+    r"seed ?0{3}|\bseeds?\b|Decisions? \d|§|\bsection \d|(?<![\w-])spec/|\.\./shared/spec"
+)
 
 
 def commands(group=cli, path=()):

@@ -61,7 +61,7 @@ def priority(version: str, epoch: int) -> int:
     """The update-alternatives priority of a release: newer version, higher priority.
 
     ``((major*64 + minor)*32 + patch)*16384 + stage`` (spec packaging.md section 10;
-    Decision 18 in docs/explanation/how-it-works.md): majors and minors up to
+    "update-alternatives priorities" in docs/explanation/how-it-works.md): majors and minors up to
     63, patches up to 31, so every value fits update-alternatives' 32-bit signed
     priority. The stage orders builds of one X.Y.Z as dpkg orders their versions:
     nightlies and dev builds by their date (from the version, ``7.14.0~20260625``;

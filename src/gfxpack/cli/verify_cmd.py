@@ -233,7 +233,8 @@ def verify_command(
         unresolved = [str(r.fmt) for r in reports if r.unresolved]
         if count or not unresolved:
             click.echo(f"error: {count} violation(s) of the package graph's rules", err=True)
-        if unresolved:
+        else:
+            # Every finding behind the failed install was waived: say why it still fails.
             request = terminal_line(" ".join(install))
             click.echo(
                 f"error: install {request} cannot be resolved ({', '.join(unresolved)}); a "
