@@ -11,12 +11,15 @@ objects in zstd-compressed bundles), from --wheel-dir (download it with
   payloads, the per-arch files and the host tree are prepared beforehand with
   gfxpack's own bundle reader and split (not timed).
 
+With ``--before SRC`` (a gfxpack source tree, such as an older checkout's ``src``),
+that tree's split runs too, beside this one: the same wheel, the same machine load.
+
 Floor and split alternate, ``--repeat`` times each, best of each kept; wall time,
 CPU time (user + system of every process) and peak resident memory (the largest
 single process) are printed with the ratios. Targets: split within 1.3x of the
 floor; peak memory within 1.5x of the wheel's largest member.
 
-    python bench/wheel_split.py [--wheel-dir /tmp/jax] [--repeat 3]
+    python bench/wheel_split.py [--wheel-dir /tmp/jax] [--repeat 3] [--before SRC]
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ def main() -> None:
     parser.add_argument("--wheel-dir", type=Path, default=Path("/tmp/jax"))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--scratch", type=Path, default=None, help="default: the system's")
+    parser.add_argument("--before", type=Path, default=None, help="another gfxpack's src")
     args = parser.parse_args()
     wheels = sorted(args.wheel_dir.glob("jax_rocm7_pjrt-0.10.2-*.whl"))
     if not wheels:
@@ -117,9 +121,14 @@ def main() -> None:
         split_script = f"rm -rf {out}; {sys.executable} -m gfxpack split {wheel} --out {out}"
         load_before = os.getloadavg()[0]
         runs: dict[str, list[tuple[float, float, int]]] = {"floor": [], "split": []}
-        for _ in range(args.repeat):  # alternating: both see the same machine load
+        if args.before is not None:
+            runs["before"] = []
+            before_script = f"PYTHONPATH={args.before.resolve()} {split_script}"
+        for _ in range(args.repeat):  # alternating: all see the same machine load
             runs["floor"].append(measured(["sh", "-c", floor_script]))
             runs["split"].append(measured(["sh", "-c", split_script]))
+            if args.before is not None:
+                runs["before"].append(measured(["sh", "-c", before_script]))
         load_after = os.getloadavg()[0]
         shutil.rmtree(work, ignore_errors=True)
     best = {
@@ -135,6 +144,9 @@ def main() -> None:
     (fw, fc, _), (sw, sc, sp) = best["floor"], best["split"]
     print(f"split / floor: wall {sw / fw:.2f}x, CPU {sc / fc:.2f}x (target 1.3x); "
           f"peak / largest member {sp / largest:.2f}x (target 1.5x)")  # fmt: skip
+    if "before" in best:
+        (bw, bc, bp) = best["before"]
+        print(f"split / before: wall {sw / bw:.2f}x, CPU {sc / bc:.2f}x, peak {sp / bp:.2f}x")
     print(f"load average {load_before:.1f} before, {load_after:.1f} after")
 
 

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from gfxpack.cli import cli
-from gfxpack.fatbin import split as split_module
+from gfxpack.fatbin import source as source_module
 from tests.conftest import tmpfs
 from tests.fatbin.conftest import HipBuild
 
@@ -343,14 +343,14 @@ def test_a_read_only_out_is_one_line(tmp_path):
 def swap_after_the_walk(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]) -> None:
     """Run ``swap`` once split's walk has checked the whole input, before it writes:
     the race of someone else changing the input while split runs."""
-    walked = split_module._content
+    walked = source_module._content
 
     def then_swap(root: Path, relative: str, problems: list[str]) -> Any:
         content = walked(root, relative, problems)
         swap()
         return content
 
-    monkeypatch.setattr(split_module, "_content", then_swap)
+    monkeypatch.setattr(source_module, "_content", then_swap)
 
 
 def test_a_directory_swapped_for_a_symlink_after_the_walk_is_not_followed(tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ an artifacts tree under a temporary directory renamed to OUT at the end.
 
 Everything a destination writes is a new path: nothing there is replaced or
 written through (an input holding a file where split puts its own is an error,
-see :meth:`TreeDestination.error`), and nothing of the input is read through a
+see :func:`write_error`), and nothing of the input is read through a
 symlink (see :class:`~gfxpack.fatbin.source.SplitInput`).
 """
 
@@ -159,31 +159,35 @@ class TreeDestination:
         shutil.rmtree(self.top, ignore_errors=True)
 
     def error(self, error: OSError) -> SplitError | OSError:
-        """What the system refused while the split was written, as one line naming OUT
-        and the file (or the input file that could not be read); anything else as it is."""
-        out, temporary = self.out, self.top
-        cause = error.strerror or str(error)
-        names = [
-            Path(os.fsdecode(name))
-            for name in (error.filename, error.filename2)
-            if isinstance(name, str | bytes | os.PathLike)
-        ]
-        for path in names:
-            if path == temporary:
-                return SplitError(f"{out}: cannot write: {cause}")
-            if temporary in path.parents:
-                where = printable(str(path.relative_to(temporary)))
-                if isinstance(error, FileExistsError):
-                    return SplitError(
-                        f"{out}: {where}: written twice; the input holds a file where split "
-                        "puts one of its own"
-                    )
-                return SplitError(f"{out}: cannot write {where}: {cause}")
-        if names:
-            return SplitError(f"{printable(str(names[0]))}: cannot read: {cause}")
-        if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO):
+        return write_error(error, self.out, self.top)
+
+
+def write_error(error: OSError, out: Path, temporary: Path) -> SplitError | OSError:
+    """What the system refused while the split was written under ``temporary`` (for
+    ``out``), as one line naming ``out`` and the file (or the input file that could not
+    be read); anything else as it is."""
+    cause = error.strerror or str(error)
+    names = [
+        Path(os.fsdecode(name))
+        for name in (error.filename, error.filename2)
+        if isinstance(name, str | bytes | os.PathLike)
+    ]
+    for path in names:
+        if path == temporary:
             return SplitError(f"{out}: cannot write: {cause}")
-        return error
+        if temporary in path.parents:
+            where = printable(str(path.relative_to(temporary)))
+            if isinstance(error, FileExistsError):
+                return SplitError(
+                    f"{out}: {where}: written twice; the input holds a file where split "
+                    "puts one of its own"
+                )
+            return SplitError(f"{out}: cannot write {where}: {cause}")
+    if names:
+        return SplitError(f"{printable(str(names[0]))}: cannot read: {cause}")
+    if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO):
+        return SplitError(f"{out}: cannot write: {cause}")
+    return error
 
 
 def _copy(reading: SplitInput, source: Path, destination: Path) -> None:
@@ -206,4 +210,4 @@ def _copy(reading: SplitInput, source: Path, destination: Path) -> None:
             raise OSError(e.errno, e.strerror, str(destination)) from None
 
 
-__all__ = ["SplitDestination", "TreeDestination", "check_out"]
+__all__ = ["SplitDestination", "TreeDestination", "check_out", "write_error"]

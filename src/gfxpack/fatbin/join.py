@@ -65,6 +65,7 @@ from gfxpack.artifact_files import name_problem, symlink_target_problem
 from gfxpack.artifact_layout import THEROCK_MANIFEST
 from gfxpack.errors import GfxpackError
 from gfxpack.fatbin.reader import EXPANSION
+from gfxpack.fatbin.record import LITERALS, SPLIT_INDEX, read_split_index
 from gfxpack.fatbin.rewrite import COPY_CHUNK, OriginalDigest, Recipe, zero_problem, zero_runs
 from gfxpack.regular_files import file_kind, printable
 from gfxpack.safe_tree import Refused, Tree, TreeError, copy_bytes, write_all
@@ -344,8 +345,6 @@ def join_tree(
     """Rebuild the input of ``gfxpack split`` from its output; returns how many
     binaries were joined (each checked against its original's digest). Written under
     a temporary name, renamed when complete (see the module docstring)."""
-    from gfxpack.fatbin.split import SPLIT_INDEX, read_split_index
-
     split, out = Path(split), Path(out).absolute()
     try:
         with contextlib.closing(_Split(split)) as source:
@@ -394,8 +393,6 @@ def _check_out(split: Path, out: Path, force: bool) -> None:
 def _join_all(
     source: Tree, target: Tree, index: dict[str, Any], record: Path, max_object_size: int
 ) -> int:
-    from gfxpack.fatbin.split import LITERALS
-
     copied, jobs = index.get("copied", []), index.get("jobs")
     if not isinstance(copied, list):
         raise _refuse(record, "/copied", "expected a list of directories")

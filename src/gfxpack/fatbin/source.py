@@ -10,7 +10,9 @@ The input is read by the rules ``gfxpack build`` reads artifacts by
 (:mod:`gfxpack.artifact_files`), all of it before anything is written: no symlink
 on the way to the content (artifact directory, manifest, its prefixes, an install
 tree's top), none followed inside it, a symlink kept only when its target is
-relative and stays inside its tree, UTF-8 names, only regular files, directories
+relative and stays inside its tree (the rule of
+:func:`~gfxpack.artifact_files.symlink_target_problem`: a split has no install
+prefix yet, so an absolute target is refused), UTF-8 names, only regular files, directories
 and symlinks; every problem of the input in one error. The files are then read
 through a :class:`SplitInput`: a :class:`~gfxpack.safe_tree.Tree` of the input,
 one directory at a time without following links, so a directory swapped for a
@@ -121,7 +123,9 @@ def _therock_layout(source: Path) -> tuple[list[str], list[str], list[str]]:
     return fat, copied, notes
 
 
-def _therock_job(source: Path, directory: str, kpack_dir: str | None, problems: list[str]) -> FatJob:
+def _therock_job(
+    source: Path, directory: str, kpack_dir: str | None, problems: list[str]
+) -> FatJob:
     match = ARTIFACT_DIR.match(directory)
     assert match
     prefixes = _prefixes(source / directory / MANIFEST)
@@ -243,7 +247,11 @@ def read_source(source: Path, name: str | None, kpack_dir: str | None) -> SplitS
             )
         content = _content(source, "", problems)
         job = FatJob(
-            name, None, [(TREE_PREFIX, source, content)], TREE_PREFIX, kpack_dir or DEFAULT_KPACK_DIR
+            name,
+            None,
+            [(TREE_PREFIX, source, content)],
+            TREE_PREFIX,
+            kpack_dir or DEFAULT_KPACK_DIR,
         )
         read = SplitSource(source, "tree", [job])
     if problems:

@@ -16,7 +16,7 @@ xnack/sramecc variants of a processor share its archive under their full target
 id. Files named for one arch (``TensileLibrary_gfx90a.co``, ``library/gfx90a/``,
 ``oclc_isa_version_90a.bc``, ``x_gfx9-4-generic.co``: :func:`gfxpack.file_arch.file_arch`,
 the answer try-install and probe share) move to that arch's artifact unchanged. Files
-without device code are hard-linked (copied across file systems).
+without device code are hard-linked into a tree (copied across file systems).
 
 Source to destination, in pypa/installer's shape: the input is read and checked
 whole first (:func:`~gfxpack.fatbin.source.read_source`: the rules ``gfxpack
@@ -242,11 +242,11 @@ def _split_job(
 
 
 def _split_file(
-    job: _Job,
-    out: Path,
+    job: FatJob,
+    out: SplitDestination,
     report: SplitReport,
     archives: _Archives,
-    helpers: tuple[ThreadPoolExecutor, BinaryIO, _Input],
+    helpers: tuple[ThreadPoolExecutor, BinaryIO, SplitInput],
     root: Path,
     item: _Found,
 ) -> list[Any] | None:
@@ -272,8 +272,8 @@ def _split_file(
 
 
 def _copy_entry(
-    job: _Job,
-    places: tuple[Path, _Input],
+    job: FatJob,
+    places: tuple[SplitDestination, SplitInput],
     report: SplitReport,
     arch_dirs: dict[str, set[str]],
     prefix: str,
@@ -293,12 +293,13 @@ def _copy_entry(
             totals = report.arches.setdefault(arch, ArchTotals())
             totals.data_files += 1
             totals.data_bytes += reading.status(root / relpath, stat.S_IFREG).st_size
-    _place(reading, root / relpath, out / target_dir / prefix / relpath, (entry, target))
+    where = (f"{target_dir}/{prefix}/{relpath}", root / relpath)
+    _place(reading, out, where, (entry, target))
     report.copied += entry == "file"
     return [f"{target_dir}/{prefix}/{relpath}", _original_path(job, prefix, relpath), entry, None]
 
 
-def _original_path(job: _Job, prefix: str, relpath: str) -> str:
+def _original_path(job: FatJob, prefix: str, relpath: str) -> str:
     return relpath if job.source is None else f"{job.source}/{prefix}/{relpath}"
 
 
@@ -341,8 +342,8 @@ class _Archives:
 
     def __init__(
         self,
-        job: _Job,
-        out: Path,
+        job: FatJob,
+        out: SplitDestination,
         report: SplitReport,
         arch_dirs: dict[str, set[str]],
         jobs: int,
@@ -363,9 +364,7 @@ class _Archives:
                 directory, job.kpack_prefix, job.kpack_dir, _archive_name(job.group, arch)
             )
             self._arch_dirs.setdefault(directory, set()).add(job.kpack_prefix)
-            (self._out / relpath).parent.mkdir(parents=True, exist_ok=True)
-            # "x": a new file, never one the input put there (see _write_error).
-            self._handles[arch] = open(self._out / relpath, "xb")  # noqa: SIM115 - see close()
+            self._handles[arch] = self._out.new_file(relpath)  # closed by close()
             self._writers[arch] = kpack.KpackWriter(
                 self._handles[arch], job.group, arch, arches=[target]
             )
@@ -460,15 +459,15 @@ class _Archives:
             for handle in self._handles.values():
                 handle.close()
         for arch, relpath in self.paths.items():
-            self._report.arches[arch].archive_bytes = (self._out / relpath).stat().st_size
+            self._report.arches[arch].archive_bytes = self._out.size(relpath)
         return dict(sorted(self.paths.items()))
 
 
 def _rewrite(
-    job: _Job,
+    job: FatJob,
     binary: FatBinary,
     item: _Found,
-    places: tuple[Path, _Input, os.stat_result],
+    places: tuple[SplitDestination, SplitInput, os.stat_result],
     report: SplitReport,
     known: CodeDigests,
     literals: BinaryIO,
@@ -480,33 +479,30 @@ def _rewrite(
     prefix is installed into one: ``lib/x.so`` finds ``../.kpack/<group>_@GFXARCH@.kpack``.
     """
     out, reading, info = places
-    destination = out / item.out_path
     archive = posixpath.join(job.kpack_dir, _archive_name(job.group, ARCH_PLACEHOLDER))
     search = posixpath.relpath(archive, posixpath.dirname(item.relpath) or ".")
-    destination.parent.mkdir(parents=True, exist_ok=True)
     kernel_name = f"{item.prefix}/{item.relpath}"
     data_end = literals.tell()
     try:
-        with open(destination, "xb") as handle:  # a new file, never through a link
+        with out.new_file(item.out_path) as handle:
             recipe = split_binary(
                 binary, handle, kernel_name, [search], lambda t: t.processor, known, literals
             )
             os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode))
+            handle.flush()  # so that closing writes nothing after the times are set
+            os.utime(handle.fileno(), ns=(info.st_atime_ns, info.st_mtime_ns))
     except NotWorthSplitting as e:
-        destination.unlink()
+        out.remove(item.out_path)
         literals.seek(data_end)  # the bytes its recipe would have referred to
         literals.truncate()
         report.notes.append(f"{binary.path}: kept whole: {e}")
-        _link_or_copy(reading, binary.path, destination)
+        out.copy(item.out_path, reading, binary.path)
         report.copied += 1
         return None
-    os.utime(destination, ns=(info.st_atime_ns, info.st_mtime_ns))
     report.binaries += 1
     report.fat_bytes += info.st_size
-    report.host_bytes += destination.stat().st_size
+    report.host_bytes += out.size(item.out_path)
     return recipe.to_msgpack()
-
-
 
 
 __all__ = [

@@ -31,7 +31,8 @@ from gfxpack.amdgpu import MACH, OWNERS
 from gfxpack.artifact_layout import GENERIC
 from gfxpack.errors import GfxpackError
 from gfxpack.fatbin.join import join_tree
-from gfxpack.fatbin.split import LITERALS, SPLIT_INDEX, tree_part
+from gfxpack.fatbin.record import LITERALS, SPLIT_INDEX
+from gfxpack.fatbin.split import tree_part
 from gfxpack.regular_files import open_regular, printable
 from gfxpack.wheels.archive import (
     CHUNK,

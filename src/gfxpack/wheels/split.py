@@ -1,9 +1,11 @@
 """Split fat wheels: one host wheel, one data-only device wheel per GPU arch.
 
 Each wheel is unpacked into a scratch directory (checked member by member, see
-:mod:`gfxpack.wheels.archive`) and split there as an install tree by
-:func:`gfxpack.fatbin.split.split_tree`, the splitter of every other input: fat
-libraries keep their host code and a reference to
+:mod:`gfxpack.wheels.archive`) and split as an install tree by
+:func:`gfxpack.fatbin.split.split`, the splitter of every other input, into a
+:class:`~gfxpack.wheels.destination.WheelDestination`: the wheels' members, not a
+tree walked back (files the split leaves as they are go into the wheels from where
+they were unpacked). Fat libraries keep their host code and a reference to
 ``<their directory>/.kpack/<name>_lib_@GFXARCH@.kpack`` (the common directory of
 the wheel's fat libraries), files named for one arch move to that arch. The host
 wheel gets the rewritten tree; each device wheel installs its archives and files
@@ -45,7 +47,8 @@ from gfxpack.amdgpu import owner_of
 from gfxpack.artifact_layout import GENERIC, artifact_name
 from gfxpack.errors import GfxpackError
 from gfxpack.fatbin.reader import FatBinary
-from gfxpack.fatbin.split import LITERALS, SPLIT_INDEX, split_tree, tree_part
+from gfxpack.fatbin.source import check_source, read_source
+from gfxpack.fatbin.split import split as split_parts
 from gfxpack.plan.targets import target_order
 from gfxpack.regular_files import printable, same_bytes
 from gfxpack.wheels.archive import (
@@ -61,6 +64,7 @@ from gfxpack.wheels.archive import (
     wheel_sizes,
     write_wheel,
 )
+from gfxpack.wheels.destination import WheelDestination
 from gfxpack.wheels.metadata import (
     DEVICE_ALL,
     Dependency,
@@ -83,7 +87,7 @@ RECORD_NAME = "gfxpack-split.msgpack"  # in the host's dist-info
 JOIN_DATA = ".gfxpack-join"  # beside the host wheel: <its file name>.gfxpack-join
 RECORD_FORMAT = 1
 TREE = "tree"  # the unpacked wheel in the scratch directory
-SPLIT = "split"  # split_tree's output there
+SPOOL = "spool"  # the files the split makes, there (see WheelDestination)
 ELF_MAGIC = b"\x7fELF"
 
 
@@ -337,16 +341,17 @@ def _split_unpacked(
     shutil.rmtree(scratch / TREE / unpacked.dist_info)
     group = f"{name.name}_lib"
     step("splitting the device code", 1, 3)
-    report = split_tree(
-        scratch / TREE, scratch / SPLIT, group, kpack_dir, jobs, False, max_object_size
-    )
+    read = read_source(scratch / TREE, group, check_source(scratch / TREE, kpack_dir))
+    (scratch / SPOOL).mkdir()
+    split = WheelDestination(scratch / SPOOL, group, shown)
+    report = split_parts(read, split, jobs, max_object_size)
     arches = sorted(report.arches, key=target_order)
     if not arches:  # every fat library kept whole (see the notes)
         shutil.copyfile(wheel, out / wheel.name)
         notes = [*input_notes, *report.notes, f"{shown}: copied"]
         return WheelSplit(wheel.name, wheel.name, notes=notes)
-    split = scratch / SPLIT
-    literals = split / LITERALS
+    assert split.index is not None  # the split record is the last thing split writes
+    literals = split.literals()
     join_data = None
     if literals.stat().st_size:
         size, (sha256,) = file_digests(literals, "sha256")
@@ -360,7 +365,7 @@ def _split_unpacked(
         "group": group,
         "root_scheme": root_scheme,
         "data_dir": data_dir,
-        "index": (split / SPLIT_INDEX).read_bytes(),
+        "index": split.index,
         "metadata": unpacked.info_files["METADATA"],
         "record": unpacked.info_files["RECORD"],
         "devices": devices,
@@ -368,9 +373,7 @@ def _split_unpacked(
         # An owner's wheel holding several targets' trees: which paths are whose, so
         # that join puts each back in its own target's directory.
         "owned": {
-            arch: {
-                t: [p for p, _, _ in _tree_files(tree_part(split, group, t), "")] for t in targets
-            }
+            arch: {t: [p for p, _, _ in split.files(t)] for t in targets}
             for arch, targets in owned.items()
             if len(targets) > 1
         },
@@ -380,9 +383,7 @@ def _split_unpacked(
     dependencies = _dependencies(
         shown, unpacked.info_files["METADATA"], list(owned), split_before, notes
     )
-    host_files: list[tuple[str, int, Path | bytes]] = _tree_files(
-        tree_part(split, group, GENERIC), ""
-    )
+    host_files = split.files(GENERIC)
     for inside, data in sorted(unpacked.info_files.items()):
         if inside == "RECORD":
             continue
@@ -427,7 +428,7 @@ def owners(arches: list[str]) -> dict[str, list[str]]:
 
 
 def _owner_files(
-    shown: str, split: Path, group: str, targets: list[str]
+    shown: str, split: WheelDestination, group: str, targets: list[str]
 ) -> list[tuple[str, int, Path | bytes]]:
     """The files of an owner's device wheel: every one of its targets' trees, each
     keeping its own names (``..._gfx1250-strict.kpack``). A path two targets both
@@ -436,7 +437,7 @@ def _owner_files(
     found: dict[str, tuple[int, Path | bytes, str]] = {}
     for target in targets:
         directory = artifact_name(group, target)
-        for tree_path, mode, path in _tree_files(tree_part(split, group, target), ""):
+        for tree_path, mode, path in split.files(target):
             first = found.setdefault(tree_path, (mode, path, directory))
             if first[2] == directory:
                 continue
@@ -513,26 +514,6 @@ def _check_written(shown: str, out: Path, result: WheelSplit, host_info: str) ->
 
 def _summary(unpacked: Unpacked) -> str:
     return unpacked.dist_info.removesuffix(".dist-info").replace("-", " ", 1)
-
-
-def _tree_files(top: Path, base: str) -> list[tuple[str, int, Path | bytes]]:
-    """Every regular file under ``top`` (split writes only files and directories
-    here: a wheel has no symlinks), as (path, mode, file)."""
-    files: list[tuple[str, int, Path | bytes]] = []
-    if not top.is_dir():
-        return files
-    for directory, _dirs, names in os.walk(top):
-        for file_name in names:
-            path = Path(directory) / file_name
-            relative = path.relative_to(top).as_posix()
-            files.append(
-                (
-                    posixpath.join(base, relative) if base else relative,
-                    path.stat().st_mode & 0o777,
-                    path,
-                )
-            )
-    return sorted(files, key=lambda f: f[0])
 
 
 def _fat_libraries(unpacked: Unpacked, max_object_size: int) -> list[str]:
