@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from datetime import date
 
@@ -155,6 +156,18 @@ def test_scripts_are_valid_shell_naming_the_prefix_and_the_siblings(release, fmt
     assert named and "amdrocm-core" not in scripts[removal].split()  # not the alias
 
 
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="needs shellcheck")
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_scripts_pass_shellcheck(release, fmt):
+    """No warning from shellcheck, as POSIX sh (dash runs dpkg's scripts, bash rpm's)."""
+    for key in ("amdrocm-core8.2-gfx942", "amdrocm-core8.2"):
+        for name, text in scripts_for(release, release.by_key[key], fmt, EPOCH).items():
+            checked = subprocess.run(
+                ["shellcheck", "--shell=sh", "-"], input=text, text=True, capture_output=True
+            )
+            assert checked.returncode == 0, f"{key} {name}:\n{checked.stdout}"
+
+
 def test_each_format_relocates_the_way_its_tools_do(release):
     package = release.by_key["amdrocm-core8.2"]
     deb = scripts_for(release, package, DEB, EPOCH)
@@ -164,30 +177,143 @@ def test_each_format_relocates_the_way_its_tools_do(release):
     assert "DPKG_ROOT" not in rpm["postinst"]
 
 
-def test_two_releases_side_by_side_the_newer_wins_and_removing_it_falls_back(
-    example_config, tmp_path
-):
-    """The DEB scripts of 10.1 and 14.0, run as dpkg runs them (DPKG_ROOT), with the
-    real update-alternatives: two-digit majors order, and /opt/rocm/core-<major> each."""
-    root = dpkg_root(tmp_path / "root")
+def deb_scripts_at(example_config, root, versions):
+    """X.Y -> the DEB scripts of amdrocm-core<X.Y>-gfx942 at each version, its prefix
+    (with a lib directory) made under ``root``."""
     scripts = {}
-    for version in ("14.0.0", "10.1.0"):
+    for version in versions:
         release = plan(example_config.packages, SEED_TARGETS, version)
         xy = version.rsplit(".", 1)[0]
         scripts[xy] = scripts_for(release, release.by_key[f"amdrocm-core{xy}-gfx942"], DEB, EPOCH)
         assert release.prefix == f"/opt/rocm/core-{xy}"
-        (root / release.prefix.lstrip("/") / "lib").mkdir(parents=True)
+        (root / release.prefix.lstrip("/") / "lib").mkdir(parents=True, exist_ok=True)
+    return scripts
+
+
+def run_script(script, name, *args, root):
+    """``script`` run as dpkg runs it outside a chroot (DPKG_ROOT), with ``set -e``."""
     env = {**os.environ, "DPKG_ROOT": str(root)}
+    return run("sh", "-c", script, name, *args, env=env)
+
+
+def resolved(root, link):
+    """Where ``link`` (/opt/rocm/...) leads through /etc/alternatives, inside ``root``;
+    None when it is not there."""
+    path = root / link.lstrip("/")
+    if not path.is_symlink():
+        return None
+    alternative = os.readlink(path)
+    assert alternative == f"/etc/alternatives/{os.path.basename(alternative)}"
+    return os.readlink(root / alternative.lstrip("/"))
+
+
+def test_two_releases_side_by_side_the_newer_wins_and_removing_it_falls_back(
+    example_config, tmp_path
+):
+    """The DEB scripts of 10.1 and 14.0, run as dpkg runs them (DPKG_ROOT), with the
+    real update-alternatives: two-digit majors order, and each release keeps its own
+    /opt/rocm/core-<major> while the other wins /opt/rocm/core."""
+    root = dpkg_root(tmp_path / "root")
+    scripts = deb_scripts_at(example_config, root, ("14.0.0", "10.1.0"))
     for xy in ("14.0", "10.1"):  # the older configured last: priority decides, not order
-        run("sh", "-c", scripts[xy]["postinst"], "postinst", "configure", env=env)
-    assert os.readlink(root / "etc/alternatives/rocm-core") == "/opt/rocm/core-14.0"
-    assert os.readlink(root / "etc/alternatives/rocm-lib") == "/opt/rocm/core-14.0/lib"
-    assert os.readlink(root / "etc/alternatives/rocm-core-14") == "/opt/rocm/core-14.0"
-    run("sh", "-c", scripts["14.0"]["prerm"], "prerm", "remove", env=env)
-    assert os.readlink(root / "etc/alternatives/rocm-core") == "/opt/rocm/core-10.1"
-    assert os.readlink(root / "etc/alternatives/rocm-lib") == "/opt/rocm/core-10.1/lib"
-    assert os.readlink(root / "etc/alternatives/rocm-core-10") == "/opt/rocm/core-10.1"
+        run_script(scripts[xy]["postinst"], "postinst", "configure", root=root)
+    assert resolved(root, "/opt/rocm/core") == "/opt/rocm/core-14.0"
+    assert resolved(root, "/opt/rocm/lib") == "/opt/rocm/core-14.0/lib"
+    assert resolved(root, "/opt/rocm/core-14") == "/opt/rocm/core-14.0"
+    assert resolved(root, "/opt/rocm/core-10") == "/opt/rocm/core-10.1"
+    run_script(scripts["14.0"]["prerm"], "prerm", "remove", root=root)
+    assert resolved(root, "/opt/rocm/core") == "/opt/rocm/core-10.1"
+    assert resolved(root, "/opt/rocm/lib") == "/opt/rocm/core-10.1/lib"
+    assert resolved(root, "/opt/rocm/core-10") == "/opt/rocm/core-10.1"
+    assert resolved(root, "/opt/rocm/core-14") is None
     assert not (root / "etc/alternatives/rocm-core-14").exists()
+    run_script(scripts["10.1"]["prerm"], "prerm", "remove", root=root)
+    assert not list((root / "etc/alternatives").iterdir())
+    assert not list((root / "var/lib/dpkg/alternatives").iterdir())
+
+
+def register_as_older_gfxpack_did(root, xy, rank):
+    """What an older gfxpack's postinst registered: /opt/rocm/core-<major> a slave of
+    rocm-core, beside the others (here /opt/rocm/lib)."""
+    prefix = f"/opt/rocm/core-{xy}"
+    major = xy.split(".")[0]
+    run(
+        *("update-alternatives", "--root", str(root), "--install"),
+        *("/opt/rocm/core", "rocm-core", prefix, str(rank)),
+        *("--slave", f"/opt/rocm/core-{major}", f"rocm-core-{major}", prefix),
+        *("--slave", "/opt/rocm/lib", "rocm-lib", f"{prefix}/lib"),
+    )
+
+
+# The package of this gfxpack configured on a machine holding 10.1 and 14.0 from an
+# older one: an upgrade of either, or 10.2 beside them, whose rocm-core-10 is still a
+# slave of 10.1's choice -> where each link leads then, and once it is removed again.
+MOVES = {
+    "10.1.0": ({"core": "14.0", "core-10": "10.1", "core-14": "14.0", "lib": "14.0/lib"},
+               {"core": "14.0", "core-10": None, "core-14": "14.0", "lib": "14.0/lib"}),
+    "14.0.0": ({"core": "14.0", "core-10": "10.1", "core-14": "14.0", "lib": "14.0/lib"},
+               {"core": "10.1", "core-10": "10.1", "core-14": None, "lib": "10.1/lib"}),
+    "10.2.0": ({"core": "14.0", "core-10": "10.2", "core-14": "14.0", "lib": "14.0/lib"},
+               {"core": "14.0", "core-10": "10.1", "core-14": "14.0", "lib": "14.0/lib"}),
+}  # fmt: skip
+
+
+def links(root):
+    """Where /opt/rocm/{core,core-10,core-14,lib} lead, as MOVES spells it."""
+    names = ("core", "core-10", "core-14", "lib")
+    leads = {name: resolved(root, f"/opt/rocm/{name}") for name in names}
+    return {k: v and v.removeprefix("/opt/rocm/core-") for k, v in leads.items()}
+
+
+@pytest.mark.parametrize("version", sorted(MOVES))
+def test_releases_registered_by_an_older_gfxpack_move_to_the_new_groups(
+    example_config, tmp_path, version
+):
+    """A machine with 10.1 and 14.0 from an older gfxpack, then this gfxpack's package
+    at ``version``: its postinst (``set -e``) succeeds though update-alternatives makes
+    no slave a master, every installed major keeps its /opt/rocm/core-<major>, the
+    older choices keep their other slaves, and removal falls back in each group."""
+    root = dpkg_root(tmp_path / "root")
+    for xy, old in (("10.1", "10.1.0"), ("14.0", "14.0.0")):
+        (root / f"opt/rocm/core-{xy}/lib").mkdir(parents=True)
+        register_as_older_gfxpack_did(root, xy, priority(old, EPOCH))
+    # The older registration's bug: 14.0 wins, and takes /opt/rocm/core-10 with it.
+    assert resolved(root, "/opt/rocm/core-10") is None
+    xy = version.rsplit(".", 1)[0]
+    scripts = deb_scripts_at(example_config, root, (version,))[xy]
+    configured, removed = MOVES[version]
+    run_script(scripts["postinst"], "postinst", "configure", root=root)
+    assert links(root) == configured
+    query = run("update-alternatives", "--root", str(root), "--query", "rocm-core").stdout
+    assert "rocm-core-" not in query  # no choice carries such a slave any more
+    # Configuring again (dpkg-reconfigure, a file trigger) finds nothing left to move.
+    run_script(scripts["postinst"], "postinst", "configure", root=root)
+    assert links(root) == configured
+    run_script(scripts["prerm"], "prerm", "remove", root=root)
+    assert links(root) == removed
+
+
+def test_a_release_an_older_gfxpack_registered_leaves_its_major_link_to_the_next_run(
+    example_config, tmp_path
+):
+    """The documented limit: an older package's removal script deregisters only from
+    rocm-core, so once its files are gone its major's link dangles until the next
+    update-alternatives run on that group, which drops the missing release."""
+    root = dpkg_root(tmp_path / "root")
+    (root / "opt/rocm/core-10.1/lib").mkdir(parents=True)
+    register_as_older_gfxpack_did(root, "10.1", priority("10.1.0", EPOCH))
+    scripts = deb_scripts_at(example_config, root, ("14.0.0",))["14.0"]
+    run_script(scripts["postinst"], "postinst", "configure", root=root)
+    assert resolved(root, "/opt/rocm/core-10") == "/opt/rocm/core-10.1"
+    # The older package's prerm, then dpkg removing its files.
+    ua = ("update-alternatives", "--root", str(root))
+    run(*ua, "--remove", "rocm-core", "/opt/rocm/core-10.1")
+    shutil.rmtree(root / "opt/rocm/core-10.1")
+    assert resolved(root, "/opt/rocm/core") == "/opt/rocm/core-14.0"
+    assert resolved(root, "/opt/rocm/core-10") == "/opt/rocm/core-10.1"  # dangling
+    run(*ua, "--auto", "rocm-core-10")
+    assert resolved(root, "/opt/rocm/core-10") is None
+    assert not (root / "var/lib/dpkg/alternatives/rocm-core-10").exists()
 
 
 def test_a_build_at_a_version_the_priority_cannot_place_stops_with_one_line(tmp_path):

@@ -22,7 +22,13 @@ from datetime import date, datetime, timedelta
 
 from gfxpack.config import PackageSpec
 from gfxpack.errors import GfxpackError
-from gfxpack.formats.maintainer_scripts import Alternative, Slave, deb_scripts, rpm_scripts
+from gfxpack.formats.maintainer_scripts import (
+    Alternative,
+    Promotion,
+    Slave,
+    deb_scripts,
+    rpm_scripts,
+)
 from gfxpack.formats.package_format import PackageFormat
 from gfxpack.formats.triggers import with_prefix
 from gfxpack.plan import Kind, PlannedPackage, ReleasePlan
@@ -118,16 +124,29 @@ def _stage(version: str, suffix: str, epoch: int) -> int:
 
 
 def _alternatives(spec: PackageSpec, prefix_var: str, major: str) -> list[Alternative]:
-    """(group, link, path, slaves) for the base; paths use a shell variable for the prefix."""
+    """(group, link, path, slaves) for the base; paths use a shell variable for the prefix.
+
+    ``/opt/rocm/core-<major>`` is a group of its own, at the same priority, never a
+    slave of ``rocm-core``: a slave follows the group's winner, so with 10.1 and 14.0
+    installed, 14.0 winning ``rocm-core`` would take away ``/opt/rocm/core-10``."""
     if spec.is_devel:
         return [
             (f"rocm-{tool.lower()}", f"/usr/bin/{tool}", f"{prefix_var}/bin/{tool}", [])
             for tool in _DEVEL_TOOLS
         ]
-    slaves: list[Slave] = [(f"/opt/rocm/core-{major}", f"rocm-core-{major}", prefix_var)]
-    slaves += [(f"/opt/rocm/{d}", f"rocm-{d}", f"{prefix_var}/{d}") for d in _ROCM_DIRS]
+    slaves: list[Slave] = [(f"/opt/rocm/{d}", f"rocm-{d}", f"{prefix_var}/{d}") for d in _ROCM_DIRS]
     slaves += [(f"/usr/bin/{t}", f"rocm-{t}", f"{prefix_var}/bin/{t}") for t in _TOOLS]
-    return [("rocm-core", "/opt/rocm/core", prefix_var, slaves)]
+    return [
+        ("rocm-core", "/opt/rocm/core", prefix_var, slaves),
+        (f"rocm-core-{major}", f"/opt/rocm/core-{major}", prefix_var, []),
+    ]
+
+
+def _promotions(spec: PackageSpec) -> list[Promotion]:
+    """Packages by older gfxpack releases registered ``rocm-core-<major>`` as a slave of
+    ``rocm-core``; the scripts move it into its own group first (see
+    gfxpack.formats.maintainer_scripts)."""
+    return [] if spec.is_devel else [("/opt/rocm/core", "rocm-core", "rocm-core-[0-9]*")]
 
 
 def scripts_for(
@@ -151,6 +170,7 @@ def scripts_for(
         rank,
         siblings,
         bool(spec.triggers(fmt)),
+        _promotions(spec),
     )
 
 
@@ -165,7 +185,8 @@ def triggers_for(plan: ReleasePlan, package: PlannedPackage, fmt: PackageFormat)
 
 # format name -> the update-alternatives scripts of a Postinstall package in it
 _MAINTAINER_SCRIPTS: dict[
-    str, Callable[[list[Alternative], str, int, list[str], bool], dict[str, str]]
+    str,
+    Callable[[list[Alternative], str, int, list[str], bool, list[Promotion]], dict[str, str]],
 ] = {
     "deb": deb_scripts,
     "rpm": rpm_scripts,

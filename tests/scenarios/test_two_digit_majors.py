@@ -4,7 +4,7 @@ own package.json (skipped without ../shared); TheRock's release built at 10.1.0 
 ``verify --install amdrocm-core10.1-gfx942``; the example release built at 10.1
 installs with dpkg and rpm, registering /opt/rocm/core-10; and one stream holding
 10.1 and 14.0 installs both side by side with apt and dnf, 14.0 winning
-/opt/rocm/core."""
+/opt/rocm/core while each keeps its /opt/rocm/core-<major>."""
 
 from __future__ import annotations
 
@@ -122,8 +122,14 @@ def closure(release, fmt) -> list[str]:
 
 def assert_registered(root: Path) -> None:
     assert os.readlink(root / "etc/alternatives/rocm-core") == "/opt/rocm/core-10.1"
+    assert_registered_major(root)
+
+
+def assert_registered_major(root: Path) -> None:
+    """/opt/rocm/core-10 leads to 10.1, through a group of its own."""
     assert os.readlink(root / "etc/alternatives/rocm-core-10") == "/opt/rocm/core-10.1"
     assert os.readlink(root / "opt/rocm/core-10") == "/etc/alternatives/rocm-core-10"
+    assert (root / "var/lib/dpkg/alternatives/rocm-core-10").is_file()
 
 
 @pytest.mark.slow
@@ -143,6 +149,31 @@ def test_the_example_release_at_10_1_installs_with_rpm(example_at_10_1, tmp_path
     script = run("rpm", "--root", str(root), "-q", "--scripts", "amdrocm-core10.1-gfx942").stdout
     # A release's priority does not depend on the build's date.
     assert f'"$PREFIX" {priority("10.1.0", 0)} ' in script
+
+
+@pytest.mark.slow
+def test_10_1_by_rpm_beside_releases_an_older_gfxpack_registered_keeps_every_major(
+    example_at_10_1, tmp_path
+):
+    """An older gfxpack registered 10.0 and 14.0 with /opt/rocm/core-<major> a slave of
+    rocm-core; update-alternatives makes no slave a master, so 10.1's %post first
+    moves those slaves into groups of their own: 14.0 wins /opt/rocm/core and keeps
+    /opt/rocm/core-14, 10.1 wins /opt/rocm/core-10 over 10.0."""
+    root = shell_root(tmp_path / "root")
+    ua = ("update-alternatives", "--root", str(root))
+    for version in ("10.0.0", "14.0.0"):
+        prefix = f"/opt/rocm/core-{version[:-2]}"
+        major = version.split(".")[0]
+        (root / prefix.lstrip("/") / "lib").mkdir(parents=True)
+        rank = str(priority(version, 0))
+        slave = ("--slave", f"/opt/rocm/core-{major}", f"rocm-core-{major}", prefix)
+        run(*ua, "--install", "/opt/rocm/core", "rocm-core", prefix, rank, *slave)
+    run("rpm", "--root", str(root), "-i", "--nodeps", *closure(example_at_10_1, RPM))
+    assert os.readlink(root / "etc/alternatives/rocm-core") == "/opt/rocm/core-14.0"
+    assert os.readlink(root / "etc/alternatives/rocm-core-14") == "/opt/rocm/core-14.0"
+    assert_registered_major(root)
+    assert "rocm-core-" not in run(*ua, "--query", "rocm-core").stdout
+    assert "/opt/rocm/core-10.0" in run(*ua, "--query", "rocm-core-10").stdout
 
 
 @pytest.fixture(scope="module")
@@ -168,4 +199,6 @@ def test_a_stream_installs_10_1_and_14_0_side_by_side_and_14_wins(stream_10_and_
     assert report.ok, report.failure()
     assert report.alternatives["rocm-core"] == "/opt/rocm/core-14.0"
     assert report.alternatives["rocm-core-14"] == "/opt/rocm/core-14.0"
+    # 10.1, still installed, keeps its own major's link.
+    assert report.alternatives["rocm-core-10"] == "/opt/rocm/core-10.1"
     assert report.alternatives["rocm-lib"] == "/opt/rocm/core-14.0/lib"
