@@ -1,4 +1,6 @@
-""".kpack device-code archives: a streaming writer and a validating reader.
+""".kpack device-code archives: a streaming writer and a validating reader. One module,
+past 600 lines, because the writer and the reader are the two halves of one format:
+each layout constant and TOC key is defined once, beside both.
 
 Layout (spec kpack.md): a 16-byte header (``KPAK``, container version, TOC
 offset), zero padding to offset 64, the blob, then a MessagePack table of
@@ -24,9 +26,6 @@ content, not only structure.
 
 Only regular files are opened (a FIFO would block the reader forever).
 Every malformed input raises :class:`InvalidKpack` naming the file.
-
-One module, past 500 lines, because the writer and the validating reader are the two
-halves of one format: each layout constant and TOC key is defined once, beside both.
 """
 
 from __future__ import annotations

@@ -315,9 +315,7 @@ def test_a_missing_unreadable_or_huge_waiver_file_is_one_error(tmp_path):
     os.mkfifo(fifo)
     result = verify(root, "--waivers", str(fifo))  # refused, not opened: no hang
     assert result.exit_code == 1
-    assert result.stderr == (
-        f"error: {fifo}: is a FIFO, expected a regular file\n"
-    )
+    assert result.stderr == f"error: {fifo}: is a FIFO, expected a regular file\n"
     huge = tmp_path / "huge.toml"
     huge.write_text("# " + "x" * (1 << 20) + "\n")
     result = verify(root, "--waivers", str(huge))

@@ -223,6 +223,18 @@ def _roots(release_plan: ReleasePlan, package: str | None) -> list[str]:
     return [found.key]
 
 
+def _owned_targets(release_plan: ReleasePlan) -> str:
+    """``gfx942, gfx1250 (gfx1250, gfx1250-strict)``: each arch, with the targets its
+    packages carry when it owns more than itself."""
+    owners = release_plan.owners
+    if all(len(targets) < 2 for targets in owners.values()):
+        return ", ".join(release_plan.targets)  # each target its own arch's (or a family)
+    return ", ".join(
+        targets[0] if len(targets) < 2 else f"{arch} ({', '.join(targets)})"
+        for arch, targets in owners.items()
+    )
+
+
 def _summary(release_plan: ReleasePlan, selected: list[PlannedPackage] | None) -> str:
     # rich only here: a script asking for JSON or a tree pays nothing for it.
     from rich.console import Console
@@ -236,7 +248,7 @@ def _summary(release_plan: ReleasePlan, selected: list[PlannedPackage] | None) -
     console = Console(width=100, file=buffer)
     console.print(
         f"[bold]gfxpack plan[/]: ROCm {release_plan.full_version}, {release_plan.mode} mode, "
-        f"targets {', '.join(release_plan.targets)}"
+        f"targets {_owned_targets(release_plan)}"
     )
     console.print(
         f"prefix {release_plan.prefix}, pin policy {release_plan.pin_policy}"

@@ -1,12 +1,11 @@
-"""plan(): package.json specs + targets + version -> ReleasePlan. Pure.
+"""plan(): package.json specs + targets + version -> ReleasePlan. Pure. One module, past
+600 lines, because :class:`_Planner` is one pass over the specs whose steps share its
+state (the rules themselves live in :mod:`gfxpack.plan.rules`).
 
 The planner takes values and returns values: no filesystem, no subprocess, no
 logging. What exists on disk arrives as an optional ArtifactIndex; everything
 worth telling the user comes back as plan notes or as one PlanError listing
 every problem.
-
-One module, past 500 lines, because :class:`_Planner` is one pass over the specs whose
-steps share its state (the rules themselves live in :mod:`gfxpack.plan.rules`).
 """
 
 from __future__ import annotations
