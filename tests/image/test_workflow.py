@@ -525,3 +525,5 @@ def test_an_interrupted_build_leaves_nothing(example_repo, debian_base, tmp_path
     assert process.returncode == 128 + signal.SIGTERM, stderr
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == []
     assert set(scratch.glob("gfxpack-image-*")) - earlier == set()
+    with open("/proc/self/mounts", encoding="utf-8") as mounts:  # no arch's overlay left
+        assert [line for line in mounts if "/gfxpack-image-" in line] == []

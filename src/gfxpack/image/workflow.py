@@ -18,10 +18,10 @@ import contextlib
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,7 @@ from gfxpack.image.layout import (
     start,
     write_index,
 )
+from gfxpack.image.overlay import Removals, copy, writable_copy
 from gfxpack.image.registry import Reference, pull, push
 from gfxpack.image.report import BuiltImage, Comparison, Images, LayerReport, compare
 from gfxpack.image.unpack import unpack
@@ -184,6 +185,7 @@ def _build(
 ) -> Images:
     scratch = Path(tempfile.mkdtemp(prefix="gfxpack-image-"))
     layout = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    removals = Removals()
     try:
         found = read_base(base, scratch / "base", pull)
         shutil.rmtree(layout)
@@ -194,10 +196,7 @@ def _build(
             epoch, keyring.read_bytes() if keyring is not None else None,
         )  # fmt: skip
         shared = _shared_root(run, per_arch, listed[1], stand_ins)
-        images = [
-            _one_image(run, shared, arch, names, version, labels)
-            for arch, names in per_arch.items()
-        ]
+        images = _all_images(run, shared, per_arch, version, labels, removals)
         manifests = [
             Descriptor(
                 MANIFEST, image.manifest, _size(layout, image.manifest), index_annotations(image)
@@ -211,6 +210,7 @@ def _build(
         except OSError as e:
             raise ImageError(f"{out}: cannot write: {e.strerror}") from None
     finally:
+        removals.wait()
         shutil.rmtree(scratch, ignore_errors=True)
         shutil.rmtree(layout, ignore_errors=True)
     return Images(str(out), found.name, chosen, grouping, images, pushed)
@@ -248,8 +248,8 @@ class _Run:
 @dataclass(slots=True)
 class _Shared:
     """The base unpacked with the host packages every arch needs installed once: each
-    arch's root starts as a copy of it (the performance goal: all arches share the
-    host install)."""
+    arch's root starts as a copy of it (:mod:`.overlay`; the performance goal: all
+    arches share the host install)."""
 
     root: Path
     home: Path  # the client's directory, with the indexes apt fetched
@@ -302,29 +302,94 @@ def _shared_root(
     return _Shared(root, home, updated, before, base_packages, [p.name for p in standing], compared)
 
 
-def _one_image(
+def _all_images(
     run: _Run,
     shared: _Shared,
-    arch: str,
-    names: list[str],
+    per_arch: dict[str, list[str]],
     version: str | None,
     labels: dict[str, str],
-) -> BuiltImage:
-    root, home = run.scratch / f"root-{arch}", run.scratch / f"client-{arch}"
-    layout, epoch = run.layout, run.epoch
+    removals: Removals,
+) -> list[BuiltImage]:
+    """Each arch's image, in order. An arch's layers are written (gzip, which works
+    outside the interpreter's lock) in a thread of their own while the next arch's
+    client installs: on two cores the two overlap, and the extra arches cost less
+    than their installs and layers one after the other. One writer: layers already
+    written (the host layer) are looked up by one thread only."""
+    images: list[BuiltImage] = []
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gfxpack-layers") as writer:
+        writing: Future[BuiltImage] | None = None
+        for arch, names in per_arch.items():
+            installed = _install_arch(run, shared, arch, names, removals)
+            try:
+                if writing is not None:
+                    images.append(writing.result())
+            except BaseException:
+                installed.close()
+                raise
+            writing = writer.submit(_one_image, run, shared, installed, version, labels)
+        if writing is not None:
+            images.append(writing.result())
+    return images
+
+
+@dataclass
+class _ArchRoot:
+    """One arch's root with its packages installed, and what the layers need of it;
+    the root stays (mounted) until :meth:`close`."""
+
+    arch: str
+    names: list[str]
+    root: Path
+    after: dict[str, Entry]
+    packages: dict[str, Installed]
+    planned: list[Planned]
+    stack: contextlib.ExitStack
+
+    def close(self) -> None:
+        self.stack.close()
+
+
+def _install_arch(
+    run: _Run, shared: _Shared, arch: str, names: list[str], removals: Removals
+) -> _ArchRoot:
+    home = run.scratch / f"client-{arch}"
+    stack = contextlib.ExitStack()
     try:
-        _copy(shared.root, root)
-        _copy(shared.home, home)  # apt's indexes, fetched once
-        run.install(root, home, names, [], update=not shared.updated)
-        after = snapshot(root)
-        packages = database(run.fmt, root, run.box(root, home))
+        root = stack.enter_context(
+            writable_copy(shared.root, run.scratch / f"root-{arch}", removals)
+        )
+        try:
+            copy(shared.home, home)  # apt's indexes, fetched once
+            run.install(root, home, names, [], update=not shared.updated)
+            after = snapshot(root)
+            packages = database(run.fmt, root, run.box(root, home))
+        finally:
+            removals.remove(home)
         base_packages = shared.base_packages
         planned = plan_layers(shared.before, after, base_packages, packages, arch, run.grouping)
         _refuse_other_archs(arch, planned, packages, base_packages)
-        layers = [_layer(shared, root, after, p, epoch, layout) for p in planned]
+    except BaseException:
+        stack.close()
+        raise
+    return _ArchRoot(arch, names, root, after, packages, planned, stack)
+
+
+def _one_image(
+    run: _Run,
+    shared: _Shared,
+    arch_root: _ArchRoot,
+    version: str | None,
+    labels: dict[str, str],
+) -> BuiltImage:
+    arch, names, packages = arch_root.arch, arch_root.names, arch_root.packages
+    layout, epoch = run.layout, run.epoch
+    try:
+        layers = [
+            _layer(shared, arch_root.root, arch_root.after, p, epoch, layout)
+            for p in arch_root.planned
+        ]
     finally:
-        shutil.rmtree(root, ignore_errors=True)
-        shutil.rmtree(home, ignore_errors=True)
+        arch_root.close()
     installed = packages.get(names[0])
     full_version = installed.version if installed else ""
     tag_version = version or upstream_version(full_version)
@@ -366,7 +431,8 @@ def _layer(
     """The layer ``planned`` of ``root``: one written for an earlier arch when it holds the
     same entries with the same status (what the tar records of each: mode, owners,
     size, clamped mtime, link target); else written now. Each arch's root is a copy
-    of the shared one (cp -a keeps mtimes), so the host layer is written once."""
+    of the shared one (an overlay over it, or cp -a: both keep mtimes), so the host
+    layer is written once."""
     entries = sorted({q for p in planned.paths for q in (*parents(p.lstrip("/")), p.lstrip("/"))})
     key = (
         planned.what,
@@ -416,17 +482,6 @@ def _terminated_as_exit() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def _copy(source: Path, destination: Path) -> None:
-    """cp -a: owners, modes, times, symlinks and hard links kept (a reflink where the
-    file system shares blocks)."""
-    copied = subprocess.run(
-        ["cp", "-a", "--reflink=auto", str(source), str(destination)],
-        capture_output=True, text=True, errors="replace", check=False,
-    )  # fmt: skip
-    if copied.returncode != 0:
-        raise ImageError(f"copying {source} to {destination} failed: {copied.stderr.strip()}")
 
 
 def _refuse_other_archs(
