@@ -9,7 +9,16 @@ one of each), so drift in the machine hits all of them alike; each figure is the
 of --repeat rounds. Every run is a child process: its peak resident memory is the
 child's own (getrusage RUSAGE_CHILDREN of a fresh runner). Printed per tool: seconds
 and peak RSS for the add to the full repository and to the empty one, and their ratio
-(the target for gfxpack: at most 1.2x the time, memory flat).
+(the target for gfxpack: at most 1.2x the time, memory flat); then each half of
+gfxpack against its peers on the same add (the target: faster than each).
+
+gfxpack runs three ways: both formats in one repository, and each format alone (the
+apt half against reprepro and aptly, the rpm-md half against createrepo_c). Its full
+repositories are built in place for every round, as a nightly job leaves them: a copy
+gives every pool file a new inode and change time, so gfxpack's first run in a copy
+hashes every pool file again (the record's check that none changed since it was
+published), once; that run is printed on its own line ("first run in a copy"). The
+peers keep no such stamp, so a copy of their repository is the same to them.
 
     python bench/stream_scale.py [--nightlies 30] [--packages 300] [--repeat 3]
         [--small] [--work DIR]
@@ -77,6 +86,8 @@ def measure(argv: list[str], cwd: Path | None = None) -> tuple[float, int]:
 
 class Tool:
     name = ""
+    # Whether a copy of its repository (new inodes and change times) is the same to it.
+    copyable = True
 
     def available(self) -> bool:
         raise NotImplementedError
@@ -90,14 +101,31 @@ class Tool:
 
 
 class Gfxpack(Tool):
-    name = "gfxpack repo"
     exe = str(Path(sys.executable).with_name("gfxpack"))
+    copyable = False  # see the module: a copy's first run hashes every pool file again
+
+    def __init__(self, fmt: str | None = None) -> None:
+        self.fmt = fmt  # None: both formats; else only the build's .FMT files
+        self.name = f"gfxpack repo {f'.{fmt} only' if fmt else '.deb + .rpm'}"
 
     def available(self) -> bool:
         return Path(self.exe).exists()
 
     def add(self, repo: Path, build: Path) -> list[str]:
-        return [self.exe, "repo", "--in", str(build), "--out", str(repo), "-q"]
+        return [self.exe, "repo", "--in", str(half(build, self.fmt)), "--out", str(repo), "-q"]
+
+
+def half(build: Path, fmt: str | None) -> Path:
+    """``build``, or its ``fmt`` files alone in ``build/fmt`` (hard links: gfxpack
+    copies what it publishes)."""
+    if fmt is None:
+        return build
+    alone = build / fmt
+    if not alone.is_dir():
+        alone.mkdir()
+        for path in build.glob(f"*.{fmt}"):
+            os.link(path, alone / path.name)
+    return alone
 
 
 class Reprepro(Tool):
@@ -187,30 +215,33 @@ def main() -> None:
     work.mkdir(parents=True)
     builds = [nightly(work, n, arguments.packages) for n in range(arguments.nightlies + 1)]
     old, new = builds[:-1], builds[-1]
-    tools: list[Tool] = [Gfxpack(), Reprepro(), Aptly(), Createrepo()]
+    tools: list[Tool] = [Gfxpack(), Gfxpack("deb"), Reprepro(), Aptly()]
+    tools += [Gfxpack("rpm"), Createrepo()]
     tools = [t for t in tools if t.available()]
     print(
         f"{arguments.nightlies} nightlies x {arguments.packages} packages per format "
         f"({arguments.nightlies * arguments.packages} per format), add 1 more; "
         f"best of {arguments.repeat}"
     )
-    # The full repository of each tool, made once; every run adds to a fresh copy.
+    # The full repository of each peer, made once; every run adds to a fresh copy.
+    # gfxpack's are made in place for each round (see the module).
     full = {}
     for tool in tools:
-        full[tool.name] = work / "full" / tool.name.split()[0]
-        populate(tool, full[tool.name], old)
+        full[tool.name] = work / "full" / slug(tool)
+        if tool.copyable:
+            populate(tool, full[tool.name], old)
     best: dict[tuple[str, str], tuple[float, int]] = {}
     for round_ in range(arguments.repeat):
         for tool in tools:
-            for kind in ("empty", "full"):
-                repo = work / f"run-{round_}-{kind}-{tool.name.split()[0]}"
-                if kind == "full":
-                    # cp -a keeps hard links: aptly's published pool links its own.
-                    subprocess.run(["cp", "-a", full[tool.name], repo], check=True)
-                    if isinstance(tool, Aptly):  # its config names its root
-                        (repo / "aptly.conf").write_text(f'{{"rootDir": "{repo}"}}')
-                else:
-                    populate(tool, repo, [])
+            runs = {kind: work / f"run-{round_}-{kind}-{slug(tool)}" for kind in ("empty", "full")}
+            populate(tool, runs["empty"], [])
+            if tool.copyable:
+                copy(full[tool.name], runs["full"])
+            else:
+                populate(tool, runs["full"], old)
+                runs["copy"] = work / f"run-{round_}-copy-{slug(tool)}"
+                copy(runs["full"], runs["copy"])
+            for kind, repo in runs.items():
                 # The copy's dirty pages written out first: a tool that syncs its own
                 # files must not pay for writing out the copy (none of them made it).
                 os.sync()
@@ -218,6 +249,7 @@ def main() -> None:
                 key = (tool.name, kind)
                 previous = best.get(key, (float("inf"), 0))
                 best[key] = (min(previous[0], seconds), max(previous[1], kib))
+            for repo in runs.values():
                 shutil.rmtree(repo)
     print(
         f"{'tool':26} {'empty s':>8} {'full s':>8} {'ratio':>6} {'empty MiB':>10} {'full MiB':>9}"
@@ -228,7 +260,29 @@ def main() -> None:
             f"{tool.name:26} {empty[0]:8.2f} {full_run[0]:8.2f} {full_run[0] / empty[0]:5.2f}x "
             f"{empty[1] / 1024:10.0f} {full_run[1] / 1024:9.0f}"
         )
+    for tool in tools:
+        if (tool.name, "copy") in best:
+            seconds, kib = best[(tool.name, "copy")]
+            print(f"{tool.name}, first run in a copy: {seconds:.2f} s, {kib / 1024:.0f} MiB")
+    print("the same add, gfxpack's time over each peer's (under 1.00x: gfxpack faster):")
+    for ours, peers in (("deb", (Reprepro, Aptly)), ("rpm", (Createrepo,))):
+        mine = best.get((Gfxpack(ours).name, "full"))
+        for tool in tools:
+            if mine and isinstance(tool, peers):
+                theirs = best[(tool.name, "full")][0]
+                print(f"  .{ours} half against {tool.name}: {mine[0] / theirs:.2f}x")
     shutil.rmtree(work)
+
+
+def slug(tool: Tool) -> str:
+    return "-".join(tool.name.replace("+", "").replace(".", "").split())
+
+
+def copy(repo: Path, to: Path) -> None:
+    # cp -a keeps hard links: aptly's published pool links its own.
+    subprocess.run(["cp", "-a", repo, to], check=True)
+    if (to / "aptly.conf").exists():  # its config names its root
+        (to / "aptly.conf").write_text(f'{{"rootDir": "{to}"}}')
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from gfxpack.repo.transaction import (
     check_recorded,
     os_errors,
     stamp,
+    unchanged,
 )
 
 # A file retired by this run, before its generation's number is known.
@@ -158,10 +159,11 @@ def apply(
         for fmt in written:
             pool = backend(fmt).pool(roots[fmt])
             for name, recorded, size, sha256 in state.live_stamps(fmt.name):
-                if name not in inputs and name not in plan.drop:
-                    now = check_recorded(pool / name, size, sha256, recorded)
-                    if now != recorded:
-                        restamped.append((name, now))
+                if name in inputs or name in plan.drop or unchanged(f"{pool}/{name}", recorded):
+                    continue
+                now = check_recorded(pool / name, size, sha256, recorded)
+                if now != recorded:
+                    restamped.append((name, now))
         with state.transaction():
             for fmt in FORMATS:
                 state.set_pending(fmt.name, [item.name for item, _ in adding[fmt]])

@@ -49,6 +49,17 @@ def _stamp_of(info: os.stat_result) -> str:
     return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}"
 
 
+def unchanged(path: str, recorded_stamp: str) -> bool:
+    """Whether the entry at ``path`` still has ``recorded_stamp``: the one lstat a run
+    spends on each of the thousands of pool files its indexes name (a plain string
+    path: no Path is made for a file that passes); anything else goes to
+    :func:`check_recorded`, which says what changed."""
+    try:
+        return _stamp_of(os.lstat(path)) == recorded_stamp
+    except OSError:
+        return False
+
+
 def make_dirs(path: Path) -> None:
     """``path`` and its missing parents, mode 0755 whatever the umask."""
     missing = []

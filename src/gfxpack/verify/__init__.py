@@ -74,6 +74,8 @@ class Report:
     files_checked: int | None = None
     # when apt stops accepting the indexes (Unix time; None: never)
     valid_until: int | None = None
+    # with --expires-within: whether they expire within those days, or have (else None)
+    expiring: bool | None = None
 
     @property
     def unresolved(self) -> bool:
@@ -98,6 +100,8 @@ class Report:
             "checked": self.checked,
             "signatures": self.trust,
             "files_checked": self.files_checked,
+            "valid_until": _utc(self.valid_until),
+            "expiring": self.expiring,
             "scope": "repository" if self.closure is None else "install",
             "closure": [{"name": n, "version": v} for n, v in self.closure or ()],
             "findings": findings,
@@ -166,7 +170,7 @@ def verify(
             root, chosen_fmt, install, system, suite, progress, keys, deep, judge_all
         )
         if expires_within is not None:
-            report.warnings += _expiry(report, expires_within, now)
+            _judge_expiry(report, expires_within, now)
         _apply(report, [w for w in waivers if w.applies_to(chosen_fmt)])
         reports.append(report)
     if keys is not None:
@@ -288,23 +292,27 @@ def _verify_format(
     return report
 
 
-def _expiry(report: Report, within_days: int, now: int | None) -> list[str]:
-    """A warning when the indexes of ``report`` expire less than ``within_days`` after
-    ``now``, or have expired: apt then refuses the repository ("Release file ... is
-    expired") until it is published or refreshed."""
+def _judge_expiry(report: Report, within_days: int, now: int | None) -> None:
+    """``report.expiring`` and a warning when the indexes of ``report`` expire less than
+    ``within_days`` after ``now``, or have expired: apt then refuses the repository
+    ("Release file ... is expired") until it is published or refreshed."""
     until = report.valid_until
-    if until is None:
-        return []
     now = int(time.time()) if now is None else now
-    if until - now >= within_days * DAY:
-        return []
+    report.expiring = until is not None and until - now < within_days * DAY
+    if until is None or not report.expiring:
+        return
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until))
     state = "expired" if until <= now else "expires"
-    return [
+    report.warnings.append(
         f"{report.repository}: {state} {when} (Valid-Until), within --expires-within "
         f"{within_days} days; apt refuses it from then on: publish into it or run gfxpack "
         "stream refresh"
-    ]
+    )
+
+
+def _utc(moment: int | None) -> str | None:
+    """``moment`` (Unix time) as ISO 8601 in UTC, as JSON readers parse it."""
+    return None if moment is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
 
 
 def _apply(report: Report, waivers: Sequence[Waiver]) -> None:
