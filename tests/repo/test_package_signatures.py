@@ -3,7 +3,9 @@ apt or dnf reject. rpmkeys -K and the setup package's own files are the referees
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -258,3 +260,22 @@ def test_a_weak_signing_key_is_refused_before_anything_is_written(keys, tmp_path
         with pytest.raises(GfxpackError, match="RSA of 2048 bits"):
             stream.promote(nightly, out, "8.2.0-1", "nightly", options)
         assert not (out / "rpm").exists()
+
+
+def test_the_setup_package_is_listed_with_the_release_time_not_the_run_time(
+    keys, tmp_path, monkeypatch
+):
+    # rpm-md lists each package file's mtime: the setup package's must be the release's
+    # SOURCE_DATE_EPOCH, not the clock of the run, or the same inputs give new indexes.
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    key, out = keys["repo"], tmp_path / "repo"
+    inputs = build(tmp_path / "b", signed_by=key)
+    setup = ["--setup-package", "rocm-repo", "--base-url", "http://127.0.0.1:9/rocm"]
+    result = gfxpack(
+        key, "repo", "--in", str(inputs), "--out", str(out), *setup, "--sign-key", key.fingerprint
+    )
+    assert result.exit_code == 0, result.output
+    (primary,) = (out / "rpm/repodata").glob("*-primary.xml.gz")
+    text = gzip.decompress(primary.read_bytes()).decode()
+    setup = text[text.index("<name>rocm-repo</name>") :]
+    assert re.search(r'<time file="(\d+)"', setup)[1] == "1700000000"

@@ -14,6 +14,7 @@ refused value leaves no repository directory behind.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -178,6 +179,9 @@ def publish(
             for fmt, path in setup_files.items():
                 if fmt.signs_packages:
                     setup.sign(path, backend(fmt).pool(out / fmt.repo_dir) / path.name, sign_key)
+                # rpm-md lists a package file's mtime: the run's clock would make the
+                # indexes differ on every run of the same inputs.
+                os.utime(path, (setup.mtime, setup.mtime))
             write_index(setup_dir, setup_files.values())
             added += _inputs([setup_dir], warn, epoch, chosen)
         files = [chosen[name] for name in sorted(chosen)]
