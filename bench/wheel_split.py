@@ -11,6 +11,15 @@ objects in zstd-compressed bundles), from --wheel-dir (download it with
   payloads, the per-arch files and the host tree are prepared beforehand with
   gfxpack's own bundle reader and split (not timed).
 
+With ``--join``, the join is measured instead: the wheel is split once (not
+timed), then ``gfxpack join SPLIT --out OUT`` of the host wheel, its
+``.gfxpack-join`` and every device wheel runs against its floor, what join has to
+do by standard tools: ``unzip`` of every split wheel, ``cp`` of the
+``.gfxpack-join`` (the original bundles, kept as they were: nothing is
+recompressed) and ``zip`` (deflate, level 6: the level the fat wheel's members
+are stored at) of the fat wheel's tree, unpacked beforehand. Target: join within
+1.2x of its floor.
+
 With ``--before SRC`` (a gfxpack source tree, such as an older checkout's ``src``),
 that tree's split runs too, beside this one: the same wheel, the same machine load.
 
@@ -19,14 +28,13 @@ CPU time (user + system of every process) and peak resident memory (the largest
 single process) are printed with the ratios. Targets: split within 1.3x of the
 floor; peak memory within 1.5x of the wheel's largest member.
 
-    python bench/wheel_split.py [--wheel-dir /tmp/jax] [--repeat 3] [--before SRC]
+    python bench/wheel_split.py [--wheel-dir /tmp/jax] [--repeat 3] [--join] [--before SRC]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,6 +44,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from gfxpack.fatbin.reader import FatBinary
+from gfxpack.wheels.split import JOIN_DATA
 
 # Runs argv[1:] as one shell command; prints the children's peak RSS (KiB) and CPU seconds.
 MEASURE = (
@@ -57,13 +66,25 @@ def measured(command: list[str]) -> tuple[float, float, int]:
     return wall, float(cpu), int(peak_kb) * 1024
 
 
-def prepare(wheel: Path, scratch: Path) -> tuple[Path, Path, Path, int]:
-    """The floor's inputs (bundle payloads, per-arch code objects, the host tree)
-    and the size of the wheel's largest member."""
+def unpack_and_split(wheel: Path, scratch: Path) -> tuple[Path, Path, int]:
+    """The wheel unpacked, its split (by this gfxpack) and its largest member's size."""
     unpacked = scratch / "unpacked"
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(unpacked)
         largest = max(i.file_size for i in archive.infolist())
+    split = scratch / "split"
+    subprocess.run(
+        [sys.executable, "-m", "gfxpack", "split", str(wheel), "--out", str(split)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return unpacked, split, largest
+
+
+def prepare(wheel: Path, scratch: Path) -> tuple[Path, Path, Path, int]:
+    """The split floor's inputs (bundle payloads, per-arch code objects, the host
+    tree) and the size of the wheel's largest member."""
+    unpacked, split, largest = unpack_and_split(wheel, scratch)
     payloads, arches = scratch / "payloads", scratch / "arches"
     payloads.mkdir()
     arches.mkdir()
@@ -83,16 +104,39 @@ def prepare(wheel: Path, scratch: Path) -> tuple[Path, Path, Path, int]:
                     objects[obj.target.processor].append(bytes(code))
     for arch, codes in objects.items():
         (arches / arch).write_bytes(b"".join(codes))
-    split = scratch / "split"
-    subprocess.run(
-        [sys.executable, "-m", "gfxpack", "split", str(wheel), "--out", str(split)],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
     host = scratch / "host"
     with zipfile.ZipFile(split / wheel.name) as archive:
         archive.extractall(host)
     return payloads, arches, host, largest
+
+
+def split_scripts(wheel: Path, scratch: Path) -> tuple[str, str, int]:
+    """The split floor's and gfxpack split's shell commands, the largest member's size."""
+    payloads, arches, host, largest = prepare(wheel, scratch)
+    work, out = scratch / "work", scratch / "out"
+    floor = (
+        f"set -e; rm -rf {work}; mkdir -p {work}/bundles {work}/kpack; "
+        f"unzip -q {wheel} -d {work}/unzipped; "
+        f"zstd -d -q -f --output-dir-flat {work}/bundles {payloads}/*; "
+        f"zstd -3 -T0 -q -f --output-dir-flat {work}/kpack {arches}/*; "
+        f"cd {host} && zip -q -r {work}/host.whl ."
+    )
+    return floor, f"rm -rf {out}; {sys.executable} -m gfxpack split {wheel} --out {out}", largest
+
+
+def join_scripts(wheel: Path, scratch: Path) -> tuple[str, str, int]:
+    """The join floor's and gfxpack join's shell commands, the largest member's size."""
+    unpacked, split, largest = unpack_and_split(wheel, scratch)
+    work, out = scratch / "work", scratch / "out"
+    # Every split wheel unpacked, the kept bundles copied, the fat wheel zipped at the
+    # level its members are stored at (zip's default, 6).
+    floor = (
+        f"set -e; rm -rf {work}; mkdir -p {work}/unzipped; "
+        f"for w in {split}/*.whl; do unzip -q -o $w -d {work}/unzipped; done; "
+        f"cp {split}/*{JOIN_DATA} {work}/; "
+        f"cd {unpacked} && zip -q -r -6 {work}/fat.whl ."
+    )
+    return floor, f"rm -rf {out}; {sys.executable} -m gfxpack join {split} --out {out}", largest
 
 
 def main() -> None:
@@ -101,36 +145,28 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--scratch", type=Path, default=None, help="default: the system's")
     parser.add_argument("--before", type=Path, default=None, help="another gfxpack's src")
+    parser.add_argument("--join", action="store_true", help="measure join, not split")
     args = parser.parse_args()
+    name, target = ("join", 1.2) if args.join else ("split", 1.3)
     wheels = sorted(args.wheel_dir.glob("jax_rocm7_pjrt-0.10.2-*.whl"))
     if not wheels:
         sys.exit(f"no jax_rocm7_pjrt-0.10.2 wheel in {args.wheel_dir} (see the docstring)")
     wheel = wheels[0]
     with tempfile.TemporaryDirectory(dir=args.scratch) as scratch_name:
         scratch = Path(scratch_name)
-        payloads, arches, host, largest = prepare(wheel, scratch)
-        work = scratch / "work"
-        floor_script = (
-            f"set -e; rm -rf {work}; mkdir -p {work}/bundles {work}/kpack; "
-            f"unzip -q {wheel} -d {work}/unzipped; "
-            f"zstd -d -q -f --output-dir-flat {work}/bundles {payloads}/*; "
-            f"zstd -3 -T0 -q -f --output-dir-flat {work}/kpack {arches}/*; "
-            f"cd {host} && zip -q -r {work}/host.whl ."
-        )
-        out = scratch / "out"
-        split_script = f"rm -rf {out}; {sys.executable} -m gfxpack split {wheel} --out {out}"
+        scripts = join_scripts if args.join else split_scripts
+        floor_script, script, largest = scripts(wheel, scratch)
         load_before = os.getloadavg()[0]
-        runs: dict[str, list[tuple[float, float, int]]] = {"floor": [], "split": []}
+        runs: dict[str, list[tuple[float, float, int]]] = {"floor": [], name: []}
         if args.before is not None:
             runs["before"] = []
-            before_script = f"PYTHONPATH={args.before.resolve()} {split_script}"
+            before_script = f"PYTHONPATH={args.before.resolve()} {script}"
         for _ in range(args.repeat):  # alternating: all see the same machine load
             runs["floor"].append(measured(["sh", "-c", floor_script]))
-            runs["split"].append(measured(["sh", "-c", split_script]))
+            runs[name].append(measured(["sh", "-c", script]))
             if args.before is not None:
                 runs["before"].append(measured(["sh", "-c", before_script]))
         load_after = os.getloadavg()[0]
-        shutil.rmtree(work, ignore_errors=True)
     best = {
         name: (min(r[0] for r in rs), min(r[1] for r in rs), max(r[2] for r in rs))
         for name, rs in runs.items()
@@ -141,12 +177,12 @@ def main() -> None:
     print(f"{'':8} {'wall s':>8} {'CPU s':>8} {'peak MB':>8}")
     for name, (wall, cpu, peak) in best.items():
         print(f"{name:8} {wall:8.1f} {cpu:8.1f} {peak / mb:8.0f}")
-    (fw, fc, _), (sw, sc, sp) = best["floor"], best["split"]
-    print(f"split / floor: wall {sw / fw:.2f}x, CPU {sc / fc:.2f}x (target 1.3x); "
+    (fw, fc, _), (sw, sc, sp) = best["floor"], best[name]
+    print(f"{name} / floor: wall {sw / fw:.2f}x, CPU {sc / fc:.2f}x (target {target}x); "
           f"peak / largest member {sp / largest:.2f}x (target 1.5x)")  # fmt: skip
     if "before" in best:
         (bw, bc, bp) = best["before"]
-        print(f"split / before: wall {sw / bw:.2f}x, CPU {sc / bc:.2f}x, peak {sp / bp:.2f}x")
+        print(f"{name} / before: wall {sw / bw:.2f}x, CPU {sc / bc:.2f}x, peak {sp / bp:.2f}x")
     print(f"load average {load_before:.1f} before, {load_after:.1f} after")
 
 
