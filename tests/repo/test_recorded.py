@@ -50,6 +50,11 @@ def test_a_time_is_seconds_since_1970_as_source_date_epoch_takes(value: object) 
         ("names", '{"unknown": 1}'),
         ("names", "[]"),
         ("signed_by", "key\nInjected: yes"),
+        ("extra_keys", "attacker@example.invalid"),  # gpg would look the name up
+        ("extra_keys", "A" * 40 + "  " + "B" * 40),
+        ("extra_keys", "a" * 40),  # recorded upper-case only
+        ("extra_keys", "A" * 39),
+        ("extra_keys", ""),
         ("stale:deb", "2"),
     ],
 )
@@ -60,7 +65,9 @@ def test_a_setting_its_option_refuses_is_refused(key: str, value: str) -> None:
 def test_the_settings_a_run_records_are_taken() -> None:
     names = '{"origin": "AMD", "label": "ROCm", "repo_id": "rocm", "repo_name": null, '
     names += '"codename": null, "keep_generations": 3, "valid_for_days": null}'
-    for key, value in (("suite", "stable"), ("names", names), ("stale:rpm", "1")):
+    fingerprints = "0123456789ABCDEF" * 2 + "01234567 " + "F" * 40
+    taken = [("suite", "stable"), ("names", names), ("stale:rpm", "1")]
+    for key, value in [*taken, ("extra_keys", fingerprints)]:
         assert recorded.setting_problem(key, value) is None, key
 
 

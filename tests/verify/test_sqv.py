@@ -122,12 +122,13 @@ def test_a_key_rotation_keeps_every_machine_updating(keys, tmp_path):
         ("before", signer["old"], ()),
         ("transition, old key signs", signer["old"], ("--extra-key", new.fingerprint)),
         ("transition, new key signs", signer["new"], ("--extra-key", old.fingerprint)),
-        ("after", signer["new"], ()),
+        # The extra key is remembered: ending the rotation says so.
+        ("after", signer["new"], ("--drop-extra-keys",)),
     ]
     machine = None  # the keyring of a machine that took every update
     for number, (step, key, extra) in enumerate(steps):
         repo(key, build, out, *extra)
-        wanted = {key.fingerprint[-16:], *(k[-16:] for k in extra[1:])}
+        wanted = {key.fingerprint[-16:], *(k[-16:] for k in extra if k.isalnum())}
         assert keys_in(published) == wanted, step
         for signature, data in apt_signatures(out, tmp_path / f"split-{number}"):
             assert checks(published, signature, data) == (0, 0), step

@@ -150,11 +150,18 @@ def _warn(message: str) -> None:
     "extra_keys",
     multiple=True,
     metavar="FPR",
-    help="Also publish this public key (repeatable) in the repository's keyrings (apt's, "
-    "repodata/repomd.xml.key) and setup package, beside --sign-key's, without signing "
-    "with it: machines set up either way then trust "
-    "both, the first and last steps of a key rotation (see the release streams guide). "
-    "RPMs may be signed by it.",
+    help="Also publish this public key (repeatable; its 40-digit fingerprint) in the "
+    "repository's keyrings (apt's, repodata/repomd.xml.key) and setup package, beside "
+    "--sign-key's, without signing with it: machines set up either way then trust both, "
+    "the first two steps of a key rotation (see the release streams guide). RPMs may be "
+    "signed by it. Remembered: every later repo and stream run publishes it, until "
+    "--extra-key is given again (it replaces the remembered keys) or --drop-extra-keys.",
+)
+@click.option(
+    "--drop-extra-keys",
+    is_flag=True,
+    help="Stop publishing the remembered --extra-key keys: the last step of a key "
+    "rotation (raise --setup-version with it).",
 )
 @click.option(
     "--allow-weak-key",
@@ -188,6 +195,7 @@ def repo_command(
     unsigned: bool,
     allow_unsigned_packages: bool,
     extra_keys: tuple[str, ...],
+    drop_extra_keys: bool,
     allow_weak_key: bool,
     as_json: bool,
     quiet: bool,
@@ -201,7 +209,8 @@ def repo_command(
     record). A published file name with different contents is refused. The
     Release date is SOURCE_DATE_EPOCH, else now. The repository keeps its
     suite, names, base URL and signing from run to run (gfxpack stream list
-    shows them).
+    shows them), and the --extra-key keys of a key rotation until
+    --drop-extra-keys.
 
     Safe to rerun and to run twice at once: every input is checked and read
     before anything is published (a file index.json does not vouch for, a
@@ -222,10 +231,16 @@ def repo_command(
     from gfxpack import repo as repo_module
     from gfxpack.build import source_date_epoch as build_epoch
     from gfxpack.epoch import source_date_epoch
+    from gfxpack.errors import GfxpackError
     from gfxpack.formats import format_named
     from gfxpack.repo.retention import Retention
     from gfxpack.sign import sign_unless_published
 
+    if extra_keys and drop_extra_keys:
+        raise GfxpackError(
+            "--extra-key and --drop-extra-keys: give one (--extra-key alone replaces the "
+            "keys published beside --sign-key)"
+        )
     out_path = Path(out)
     setup = None
     if setup_package:
@@ -248,7 +263,8 @@ def repo_command(
         base_url=base_url,
         allow_unsigned_packages=allow_unsigned_packages,
         allow_weak_key=allow_weak_key,
-        extra_keys=extra_keys,
+        # None: the keys the repository remembers; (): none from now on.
+        extra_keys=() if drop_extra_keys else (extra_keys or None),
         given_names={
             "origin": origin,
             "label": label,

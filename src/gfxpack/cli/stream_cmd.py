@@ -298,6 +298,16 @@ def remove_command(
     "refused: its setup says gpgcheck=1, so dnf and zypper would refuse them); the "
     "target's setup then says gpgcheck=0, as gfxpack repo --allow-unsigned-packages.",
 )
+@click.option(
+    "--extra-key",
+    "extra_keys",
+    multiple=True,
+    metavar="FPR",
+    help="Publish this public key (repeatable; its 40-digit fingerprint) in the target's "
+    "keyrings beside --sign-key's, and take RPMs signed by it, as gfxpack repo "
+    "--extra-key (remembered; it replaces the target's). Default: the target's, none for "
+    "a new one (never the source's).",
+)
 @_common
 @reports_errors
 def promote_command(
@@ -313,6 +323,7 @@ def promote_command(
     label: str | None,
     base_url: str | None,
     allow_unsigned_packages: bool,
+    extra_keys: tuple[str, ...],
     sign_key: str | None,
     unsigned: bool,
     as_json: bool,
@@ -324,16 +335,21 @@ def promote_command(
     A target keeps its own settings: an existing one those it was published with, a
     new one the source's suite, Origin, Label and Codename but its own repository id
     (its directory's name) and no Valid-Until, unless the options here say otherwise.
+    The keys a target publishes beside its signing key are its own too (--extra-key):
+    a rotation's other key is never carried over from the source.
     """
     from dataclasses import replace
 
     from gfxpack.repo import stream
     from gfxpack.repo.publishing import stream_run
     from gfxpack.repo.retention import Retention
+    from gfxpack.repo.settings import checked_extra_keys
     from gfxpack.repo.setup_package import check_base_url
 
     if base_url is not None:
         check_base_url(base_url)
+    # None: the target's own (a new target's: none, whatever the source publishes).
+    given_keys = checked_extra_keys(extra_keys) if extra_keys else None
     policy = Retention.parse(retain) if retain is not None else None
     src = Path(source)
     out = Path(target)
@@ -345,7 +361,7 @@ def promote_command(
             out,
             version,
             from_stream or src.resolve().name,
-            replace(_options(sign_key), base_url=base_url),
+            replace(_options(sign_key), base_url=base_url, extra_keys=given_keys),
             policy,
             given,
             warn=_warn,

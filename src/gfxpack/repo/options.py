@@ -17,5 +17,6 @@ class PublishOptions:
     names: RepositoryNames = DEFAULT_NAMES
     # Where the repository is served (the setup lines' URLs); None: as recorded.
     base_url: str | None = None
-    # Keys published beside sign_key without signing (a key rotation's other key).
-    extra_keys: tuple[str, ...] = ()
+    # Keys published beside sign_key without signing (a key rotation's other key), by
+    # fingerprint; None: as the repository recorded them (repo/settings.py), () none.
+    extra_keys: tuple[str, ...] | None = None

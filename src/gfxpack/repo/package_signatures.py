@@ -74,13 +74,13 @@ def check_run(
     # A weak key allowed once is allowed on (a stream command has no option for it).
     allow_weak_key = allow_weak_key or state.setting(WEAK_KEY) == options.sign_key
     settings: dict[str, str | None] = {WEAK_KEY: options.sign_key if allow_weak_key else None}
-    for option, key in [
-        ("--sign-key", options.sign_key),
-        *(("--extra-key", k) for k in extra_keys),
-    ]:
-        check_signing_key(
-            key, options.gnupghome, what=f"{option} {key}", allow=allow_weak_key, warn=warn
-        )
+    for what, key in [
+        (f"--sign-key {options.sign_key}", options.sign_key),
+        # Most runs are not given them: they are the repository's (repo/settings.py).
+        *((f"--extra-key {k} (remembered until gfxpack repo --drop-extra-keys)", k)
+          for k in extra_keys),
+    ]:  # fmt: skip
+        check_signing_key(key, options.gnupghome, what=what, allow=allow_weak_key, warn=warn)
     if allow_unsigned_packages or state.setting(UNSIGNED_PACKAGES) is not None:
         return {**settings, UNSIGNED_PACKAGES: "1"}
     checked = [path for path in new if format_of_file(path.name).signs_packages]

@@ -33,7 +33,7 @@ from gfxpack.repo.package_signatures import UNSIGNED_PACKAGES
 from gfxpack.repo.recorded import build_version_problem
 from gfxpack.repo.results import FormatSummary, PublishResult, RunResult
 from gfxpack.repo.retention import Retention
-from gfxpack.repo.settings import Recorded, recorded_in
+from gfxpack.repo.settings import Recorded, checked_extra_keys, recorded_in
 from gfxpack.repo.state import State, has_record
 from gfxpack.repo.transaction import os_errors
 from gfxpack.repo.trust import export_public_key, publish_key
@@ -77,7 +77,7 @@ def publish(
     base_url: str | None = None,
     allow_unsigned_packages: bool = False,
     allow_weak_key: bool = False,
-    extra_keys: Sequence[str] = (),
+    extra_keys: Sequence[str] | None = None,
     given_names: Mapping[str, Any] | None = None,
     setup: SetupRequest | None = None,
 ) -> PublishResult:
@@ -97,9 +97,11 @@ def publish(
     published into a signed repository unless ``allow_unsigned_packages``, nor is a
     repository signed with a key current apt or dnf reject unless ``allow_weak_key``;
     an RPM may be signed by one of ``extra_keys``, the keys published beside the
-    signing key (repo/package_signatures.py). With ``sign_key`` its public key (and the
-    extra ones) is published beside the indexes; with ``setup`` a setup package is
-    made, signed and published too."""
+    signing key (repo/package_signatures.py): fingerprints, recorded and published by
+    every later run until given again (None: the recorded ones; (): none, the end of a
+    key rotation). With ``sign_key`` its public key (and the extra ones) is published
+    beside the indexes; with ``setup`` a setup package is made, signed and published
+    too."""
     # Imported here: setup packages need rpm's reader (createrepo_c), which the commands
     # that only read a repository (stream list, verify) import gfxpack.repo without.
     from gfxpack.repo.setup_package import (
@@ -126,18 +128,21 @@ def publish(
         Recorded().with_names(dict(given_names)).check()  # the values given, alone
     else:
         names.check()
-    if extra_keys and not sign_key:
+    given_keys = checked_extra_keys(extra_keys) if extra_keys is not None else None
+    if given_keys and not sign_key:
         raise RepoError("--extra-key needs --sign-key: it is published beside that key")
     if sign_key:
-        # Refused before anything is signed with them (the run warns, when allowed).
+        # Refused before anything is signed with them (the run warns, when allowed);
+        # recorded extra keys are checked by the run (repo/package_signatures.py).
         for option, key_name in [
             ("--sign-key", sign_key),
-            *(("--extra-key", k) for k in extra_keys),
+            *(("--extra-key", k) for k in given_keys or ()),
         ]:
             check_signing_key(
                 key_name, gnupghome, what=f"{option} {key_name}", allow=allow_weak_key
             )
-    key = export_public_key(sign_key, gnupghome, extra_keys) if sign_key else None
+    # A key gpg lacks is refused before the lock makes the repository's directory.
+    key = export_public_key(sign_key, gnupghome, given_keys or ()) if sign_key else None
     # The inputs are no part of the repository: checked and read before its lock, so a
     # refused one leaves no repository behind.
     chosen: dict[str, InputFile] = {}
@@ -153,6 +158,16 @@ def publish(
         suite = suite if suite is not None else recorded.suite
         check_suite(suite)
         base_url = base_url if base_url is not None else recorded.base_url
+        # The keys published beside the signing key: given, else as recorded.
+        extras = recorded.extra_keys_with(given_keys)
+        if sign_key and extras != (given_keys or ()):
+            try:
+                key = export_public_key(sign_key, gnupghome, extras)
+            except RepoError as e:  # the signing key's was exported above: an extra one
+                raise RepoError(
+                    f"{e}: a key the repository publishes beside --sign-key (--extra-key, "
+                    "remembered until --drop-extra-keys)"
+                ) from None
         if given_names is not None:
             given = dict(given_names)
             if recorded.names is None and given.get("repo_id") is None:
@@ -196,14 +211,13 @@ def publish(
                     sign_key,
                     gnupghome,
                     base_url=base_url,
-                    extra_keys=tuple(extra_keys),
+                    extra_keys=given_keys,  # None: as recorded (repo/settings.py)
                 ),
                 names=names,
                 warn=warn,
                 unsigned=unsigned,
                 allow_unsigned_packages=allow_unsigned_packages,
                 allow_weak_key=allow_weak_key,
-                extra_keys=extra_keys,
                 held=held,
             )
         )
@@ -276,7 +290,8 @@ def stream_run(
 ) -> tuple[RunResult, Recorded | None]:
     """Run ``operation`` (stream prune, remove, promote or refresh on the repository at
     ``out``, given the hook to pass to the run) and, under the run's lock once it is
-    complete, publish ``sign_key``'s public key beside the indexes it signed and, with
+    complete, publish ``sign_key``'s public key, and the extra keys the repository
+    records (a key rotation's other key), beside the indexes it signed and, with
     ``setup``, give each format published the lines that point a machine at ``out``,
     made from the settings the run recorded. Returns what the run did and those
     settings (None: a dry run, which publishes nothing)."""
@@ -290,7 +305,9 @@ def stream_run(
         published = [format_named(name) for name in done.published]
         keys = {}
         if sign_key and published:
-            keys = publish_key(out, export_public_key(sign_key, gnupghome), published)
+            # With the keys the run published beside it (recorded: a key rotation's).
+            public = export_public_key(sign_key, gnupghome, recorded.extra_keys)
+            keys = publish_key(out, public, published)
         if setup and published:
             lines = setup_lines(
                 out, recorded.base_url, recorded.suite, keys, {}, published,

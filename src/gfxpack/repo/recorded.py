@@ -35,6 +35,9 @@ VERSION_LENGTH = 200
 # What a package file's size can be (a file offset).
 LARGEST_SIZE = 2**63 - 1
 SHA256 = re.compile(r"[0-9a-f]{64}\Z")
+# An OpenPGP key's fingerprint as gpg prints it: what --extra-key takes, and what the
+# record keeps of it (a name gpg would look up could find another key on another run).
+FINGERPRINT = re.compile(r"[0-9A-F]{40}\Z")
 # A piece's name: an index kind, and for apt the architecture it is of (Packages/amd64).
 PART = re.compile(r"[A-Za-z]+(?:/[A-Za-z0-9][A-Za-z0-9_+-]*)?\Z")
 _ARCHITECTURES = {"deb": DEB_ARCHITECTURE, "rpm": RPM_ARCHITECTURE}
@@ -120,6 +123,22 @@ def _key(value: str) -> str | None:
     return f"signing key {shown(value)}: {problem}" if problem else None
 
 
+def fingerprint_problem(value: str) -> str | None:
+    """Why ``value`` is not a key's fingerprint (40 hexadecimal digits, as gpg
+    --list-keys prints it); None when it is."""
+    if FINGERPRINT.match(value.upper()):
+        return None
+    return f"{shown(value)}: expected a key's fingerprint (40 hexadecimal digits)"
+
+
+def _extra_keys(value: str) -> str | None:
+    # As settings.py records them: upper-case fingerprints, one space between.
+    for key in value.split(" "):
+        if not FINGERPRINT.match(key):
+            return f"extra keys {shown(value)}: expected fingerprints (40 hexadecimal digits)"
+    return None
+
+
 def _marker(value: str) -> str | None:
     return None if value == "1" else f"a stale mark {shown(value)}: expected 1"
 
@@ -128,6 +147,7 @@ _SETTINGS: dict[str, Callable[[str], str | None]] = {
     "suite": _suite,
     "names": _names,
     "signed_by": _key,
+    "extra_keys": _extra_keys,
     "schema": _key,
 }
 

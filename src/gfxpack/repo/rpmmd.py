@@ -260,7 +260,7 @@ def _compose(
     signature = key = None
     if options.sign_key:
         signature = sign(data, options.sign_key, options.gnupghome, REPOMD, clear=False)
-        key = export_armored_key(options.sign_key, options.gnupghome, options.extra_keys)
+        key = export_armored_key(options.sign_key, options.gnupghome, options.extra_keys or ())
     return RpmIndexes(root, work, files, data, signature, key)
 
 

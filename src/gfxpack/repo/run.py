@@ -94,7 +94,6 @@ def apply(
     unsigned: bool = False,
     allow_unsigned_packages: bool = False,
     allow_weak_key: bool = False,
-    extra_keys: Sequence[str] = (),
     held: Session | None = None,
     then: Callable[[State, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
@@ -104,8 +103,9 @@ def apply(
     repository; a repository signed before is not published unsigned unless
     ``unsigned``; an unsigned package is not added into a signed one unless
     ``allow_unsigned_packages``, nor is it signed with a key current clients reject
-    unless ``allow_weak_key``, and a package may be signed by one of ``extra_keys``
-    (repo/package_signatures.py). The result: each format's
+    unless ``allow_weak_key``, and a package may be signed by one of the keys published
+    beside the signing key (``options.extra_keys``, else the recorded ones:
+    repo/settings.py; repo/package_signatures.py). The result: each format's
     summary, the versions and files removed from the indexes, the pool files deleted,
     and the kept packages a removal made uninstallable (with ``force``). With ``held``
     (:func:`session`), the run is part of a caller's, under the lock it holds; ``then``
@@ -138,7 +138,7 @@ def apply(
             + [backend(fmt).pool(roots[fmt]) / e.name for fmt in FORMATS for e in revived[fmt]],
             allow_unsigned_packages=allow_unsigned_packages,
             allow_weak_key=allow_weak_key,
-            extra_keys=extra_keys,
+            extra_keys=options.extra_keys or (),
             warn=warn,
         )
         touched = {f.format for f in files} | {format_of(n) for n in plan.drop}

@@ -1,11 +1,13 @@
 """What a repository keeps from run to run, in its record: its apt suite (one per
-repository), the names users' machines know it by, where it is served (--base-url) and
-the key its indexes are signed with; a run that says nothing of them takes them from
-there."""
+repository), the names users' machines know it by, where it is served (--base-url), the
+key its indexes are signed with and the keys published beside it (--extra-key: a key
+rotation lasts many runs, and a run that forgot the other key would republish the
+keyrings without it); a run that says nothing of them takes them from there."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 from gfxpack.repo.inputs import RepoError
 from gfxpack.repo.names import RepositoryNames
 from gfxpack.repo.options import PublishOptions
+from gfxpack.repo.recorded import fingerprint_problem
 from gfxpack.repo.state import State, has_record
 
 DEFAULT_SUITE = "stable"
@@ -22,12 +25,18 @@ DEFAULT_SUITE = "stable"
 class Recorded:
     """What a repository keeps from run to run: its apt suite, its names (None: a new
     repository), the URL it is served at (None: never given) and the key its indexes
-    are signed with."""
+    are signed with, and the fingerprints of the keys published beside it."""
 
     suite: str = DEFAULT_SUITE
     names: RepositoryNames | None = None
     signed_by: str | None = None
     base_url: str | None = None
+    extra_keys: tuple[str, ...] = ()
+
+    def extra_keys_with(self, given: Sequence[str] | None) -> tuple[str, ...]:
+        """The keys a run publishes beside its signing key: those ``given`` (--extra-key,
+        replacing the recorded ones; () with --drop-extra-keys), else the recorded."""
+        return self.extra_keys if given is None else tuple(given)
 
     def with_names(self, given: dict[str, Any]) -> RepositoryNames:
         """The repository's names with those ``given`` (None: not given) instead; a
@@ -56,7 +65,24 @@ def recorded_in(state: State) -> Recorded:
         names,
         state.setting("signed_by"),
         _recorded_base_url(state),
+        _recorded_extra_keys(state),
     )
+
+
+def checked_extra_keys(keys: Sequence[str]) -> tuple[str, ...]:
+    """The --extra-key values given, each once, as the record keeps them (upper-case
+    fingerprints); RepoError names one that is not a fingerprint."""
+    for key in keys:
+        problem = fingerprint_problem(key)
+        if problem:
+            raise RepoError(f"--extra-key {problem}, as gpg --list-keys prints it")
+    return tuple(dict.fromkeys(key.upper() for key in keys))
+
+
+def _recorded_extra_keys(state: State) -> tuple[str, ...]:
+    # Checked as fingerprints when read (recorded.py): a damaged record is refused.
+    text = state.setting("extra_keys")
+    return tuple(text.split(" ")) if text else ()
 
 
 def _recorded_base_url(state: State) -> str | None:
@@ -95,11 +121,23 @@ def settle(
             f"{state.path.parent}: its indexes are signed (key {signed_by}); give --sign-key "
             "to sign the new ones, or --unsigned to publish them unsigned from now on"
         )
+    if options.extra_keys and not options.sign_key:
+        raise RepoError("--extra-key needs --sign-key: it is published beside that key")
+    # Published only beside a signing key: an unsigned run ends the rotation too.
+    # Those given are checked as the record's are (a library caller's too): a value
+    # recorded unchecked would have every later run refuse the record as damaged.
+    given = checked_extra_keys(options.extra_keys) if options.extra_keys is not None else None
+    extra_keys = (
+        Recorded(extra_keys=_recorded_extra_keys(state)).extra_keys_with(given)
+        if options.sign_key
+        else ()
+    )
     settings = {
         "suite": suite,
         "names": json.dumps(_names_json(names)),
         "signed_by": options.sign_key or None,
         "base_url": options.base_url or state.setting("base_url"),
+        "extra_keys": " ".join(extra_keys) or None,
     }
     settled = PublishOptions(
         suite,
@@ -108,7 +146,7 @@ def settle(
         options.gnupghome,
         names,
         settings["base_url"],
-        options.extra_keys,
+        extra_keys,
     )
     return settled, settings
 
