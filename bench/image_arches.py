@@ -1,5 +1,6 @@
 """gfxpack image: what building more arches costs once the host install is shared,
-and what each layer's compression costs against ``tar | gzip -6`` of its files.
+and what each layer's compression costs against ``tar | gzip -6`` (or ``tar | zstd -3``)
+of its files.
 
 Two releases, each generated, built (deb) and published by gfxpack, made into images
 over a stand-in Debian base (tests/image/conftest.py's), installed by apt-get in the
@@ -13,10 +14,11 @@ For each: one arch's image against every arch's in one run (DESIGN's goal: 6 arc
 within 1.5x one), the layers' compressed and unpacked sizes, one arch's image against
 the whole layout; then each distinct layer of the all-arch layout unpacked and written
 again by gfxpack's layer writer, timed against ``tar -c | gzip -6`` of the same
-directory (the floor), with the sizes each gives.
+directory (the floor), with the sizes each gives. Each table is made for gzip layers
+and for zstd layers (``--compression``; ``tar | zstd -3 -T0`` is zstd's floor).
 
     python bench/image_arches.py [--repeat 3] [--scale 0.2] [--therock-scale 1.0]
-        [--only example|therock]
+        [--only example|therock] [--compression gzip|zstd]
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from tests.image.conftest import BASE_TAG, EPOCH, stand_in_root, write_base  # n
 
 from gfxpack.build import BuildOptions  # noqa: E402
 from gfxpack.formats import DEB  # noqa: E402
-from gfxpack.image.layer import write_layer  # noqa: E402
+from gfxpack.image.layer import COMPRESSIONS, GZIP_LEVEL, ZSTD_LEVEL, write_layer  # noqa: E402
 from gfxpack.image.layers import snapshot  # noqa: E402
 from gfxpack.image.layout import start  # noqa: E402
 from gfxpack.image.report import Images  # noqa: E402
@@ -61,24 +63,32 @@ def timed(run: Callable[[], Images]) -> tuple[float, Images]:
     return time.perf_counter() - started, made
 
 
-def images(repo: Path, base: Path, out: Path, targets: list[str]) -> Images:
+# The command line that is each compression's floor: the same level, no name, no time.
+FLOORS = {
+    "gzip": (f"gzip -{GZIP_LEVEL} -n", "--gzip"),
+    "zstd": (f"zstd -{ZSTD_LEVEL} -T0 -q", "--zstd"),
+}
+
+
+def images(repo: Path, base: Path, out: Path, targets: list[str], compression: str) -> Images:
     shutil.rmtree(out, ignore_errors=True)  # an earlier turn's, not timed
-    return build_images(repo, PACKAGES, f"oci:{base}:{BASE_TAG}", out, targets, client="apt")
+    return build_images(repo, PACKAGES, f"oci:{base}:{BASE_TAG}", out, targets, client="apt",
+                        compression=compression)  # fmt: skip
 
 
 def arches_table(name: str, repo: Path, base: Path, work: Path, targets: list[str],
-                 repeat: int) -> tuple[Images, Images]:  # fmt: skip
+                 repeat: int, compression: str) -> tuple[Images, Images]:  # fmt: skip
     """One arch against every arch, in turns (a slow spell of the machine stretches
     both alike); best of ``repeat``, and the median of each turn's ratio (the steadier
     figure on a shared machine)."""
     one_times, every_times = [], []
     for _ in range(repeat):
-        seconds, one = timed(lambda: images(repo, base, work / "one", targets[:1]))
+        seconds, one = timed(lambda: images(repo, base, work / "one", targets[:1], compression))
         one_times.append(seconds)
-        seconds, every = timed(lambda: images(repo, base, work / "all", targets))
+        seconds, every = timed(lambda: images(repo, base, work / "all", targets, compression))
         every_times.append(seconds)
     ratios = sorted(e / o for o, e in zip(one_times, every_times, strict=True))
-    print(f"\n{name}: seconds, best of {repeat}\n")
+    print(f"\n{name}, {compression} layers: seconds, best of {repeat}\n")
     print("| arches | seconds | x one arch (best) | x one arch (median of turns) |")
     print("|---:|---:|---:|---:|")
     print(f"| 1 | {min(one_times):.2f} | 1.00 | 1.00 |")
@@ -92,7 +102,7 @@ def arches_table(name: str, repo: Path, base: Path, work: Path, targets: list[st
 def sizes_table(name: str, one: Images, every: Images) -> None:
     """Each layer's size in one arch's image, and the whole layout of every arch's
     (a layer shared by every image, as the host layer is, counted once)."""
-    print(f"\n{name}: layers, compressed MiB (unpacked MiB)\n")
+    print(f"\n{name} layers: compressed MiB (unpacked MiB)\n")
     print("| layer | one-arch image | all-arch layout (distinct blobs) |")
     print("|---|---:|---:|")
     kinds: dict[str, dict[str, tuple[int, int]]] = {}
@@ -121,13 +131,15 @@ def _mib(sizes: tuple[int, int]) -> str:
     return f"{sizes[0] / MIB:.1f} ({sizes[1] / MIB:.1f})"
 
 
-def compression_table(name: str, every: Images, work: Path, repeat: int) -> None:
+def compression_table(name: str, every: Images, work: Path, repeat: int,
+                      compression: str) -> None:  # fmt: skip
     """Each distinct new layer of the all-arch layout (the first device and top layer
     stand for the others) unpacked into a directory, then written again by gfxpack's
-    layer writer and by ``tar -c | gzip -6``, in turns, best of ``repeat``."""
-    print(f"\n{name}: each layer written by gfxpack against tar | gzip -6, best of {repeat}\n")
-    print("| layer | unpacked MiB | gfxpack s | gzip -6 s | time / floor | gfxpack MiB "
-          "| gzip -6 MiB |")  # fmt: skip
+    layer writer and by ``tar -c | gzip -6`` (``zstd -3``), in turns, best of ``repeat``."""
+    tool, flag = FLOORS[compression]
+    print(f"\n{name}: each layer written by gfxpack against tar | {tool}, best of {repeat}\n")
+    print(f"| layer | unpacked MiB | gfxpack s | {tool} s | time / floor | gfxpack MiB "
+          f"| {tool} MiB |")  # fmt: skip
     print("|---|---:|---:|---:|---:|---:|---:|")
     layout = Path(every.out)
     seen: set[str] = set()
@@ -135,20 +147,20 @@ def compression_table(name: str, every: Images, work: Path, repeat: int) -> None
         if layer.what == "base" or layer.digest in seen:
             continue
         seen.add(layer.digest)
-        tree = work / f"layer-{len(seen)}"
+        tree = work / f"layer-{compression}-{len(seen)}"
         tree.mkdir()
         blob = layout / "blobs" / "sha256" / layer.digest.removeprefix("sha256:")
-        subprocess.run(["tar", "-xzf", str(blob), "-C", str(tree), "--same-owner"], check=True)
+        subprocess.run(["tar", flag, "-xf", str(blob), "-C", str(tree), "--same-owner"], check=True)
         paths = list(snapshot(tree))
-        scratch = work / f"layout-{len(seen)}"
+        scratch = work / f"layout-{compression}-{len(seen)}"
         start(scratch)
-        floor_file = work / f"floor-{len(seen)}.tar.gz"
-        floor_command = f"tar -cf - -C {tree} --sort=name . | gzip -6 -n > {floor_file}"
+        floor_file = work / f"floor-{compression}-{len(seen)}.tar.{compression}"
+        floor_command = f"tar -cf - -C {tree} --sort=name . | {tool} > {floor_file}"
         ours = floor = float("inf")
         written = None
         for _ in range(repeat):
             started = time.perf_counter()
-            written = write_layer(tree, paths, EPOCH, scratch, layer.what)
+            written = write_layer(tree, paths, EPOCH, scratch, layer.what, (), compression)
             ours = min(ours, time.perf_counter() - started)
             started = time.perf_counter()
             subprocess.run(floor_command, shell=True, check=True)
@@ -182,6 +194,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=0.2, help="the example's file sizes")
     parser.add_argument("--therock-scale", type=float, default=1.0, help="TheRock's file sizes")
     parser.add_argument("--only", choices=("example", "therock"))
+    parser.add_argument("--compression", choices=COMPRESSIONS, help="[default: each in turn]")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         where = Path(scratch)
@@ -201,9 +214,11 @@ def main() -> None:
             work = where / name.split()[0].lower().strip("'s")
             work.mkdir()
             repo = make(work)
-            one, every = arches_table(name, repo, base, work, targets, args.repeat)
-            sizes_table(name, one, every)
-            compression_table(name, every, work, args.repeat)
+            for compression in [args.compression] if args.compression else COMPRESSIONS:
+                one, every = arches_table(name, repo, base, work, targets, args.repeat,
+                                          compression)  # fmt: skip
+                sizes_table(f"{name}, {compression}", one, every)
+                compression_table(name, every, work, args.repeat, compression)
 
 
 if __name__ == "__main__":

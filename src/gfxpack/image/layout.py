@@ -28,6 +28,7 @@ MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 CONFIG = "application/vnd.oci.image.config.v1+json"
 LAYER = "application/vnd.oci.image.layer.v1.tar"
 LAYER_GZIP = "application/vnd.oci.image.layer.v1.tar+gzip"
+LAYER_ZSTD = "application/vnd.oci.image.layer.v1.tar+zstd"
 # Docker's own media types, which a docker-archive's or a registry's base may use.
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"

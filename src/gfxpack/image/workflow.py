@@ -46,7 +46,7 @@ from gfxpack.image.labels import (
     tag_of,
     upstream_version,
 )
-from gfxpack.image.layer import Layer, parents, write_layer
+from gfxpack.image.layer import GZIP, Layer, parents, write_layer
 from gfxpack.image.layers import BY_KIND, Entry, Planned, plan_layers, snapshot
 from gfxpack.image.layout import (
     CONFIG,
@@ -123,9 +123,11 @@ def build_images(
     suite: str | None = None,
     force: bool = False,
     keyring: Path | None = None,
+    compression: str = GZIP,
 ) -> Images:
     """Build one image per arch into the OCI layout ``out`` (new, or replaced with
-    ``force``) and push them to ``push_to`` (HOST/NAME) when given."""
+    ``force``), its new layers compressed by ``compression`` (gzip or zstd), and push
+    them to ``push_to`` (HOST/NAME) when given."""
     per_arch = expand(packages, targets)
     reference = Reference.parse(push_to) if push_to else None
     if reference is not None and reference.tag:
@@ -162,7 +164,8 @@ def build_images(
     out.parent.mkdir(parents=True, exist_ok=True)
     with _terminated_as_exit():
         return _build(out, force, base, per_arch, chosen, fmt, repository, apt_suite, grouping,
-                      epoch, keyring, listed, stand_ins, version, labels, reference)  # fmt: skip
+                      epoch, keyring, listed, stand_ins, version, labels, reference,
+                      compression)  # fmt: skip
 
 
 def _build(
@@ -182,6 +185,7 @@ def _build(
     version: str | None,
     labels: dict[str, str],
     reference: Reference | None,
+    compression: str,
 ) -> Images:
     scratch = Path(tempfile.mkdtemp(prefix="gfxpack-image-"))
     layout = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
@@ -193,7 +197,7 @@ def _build(
         base_layers = tuple(copy_blob(layout, b.path, b.descriptor) for b in found.layers)
         run = _Run(
             found, base_layers, layout, scratch, chosen, fmt, repository, apt_suite, grouping,
-            epoch, keyring.read_bytes() if keyring is not None else None,
+            epoch, keyring.read_bytes() if keyring is not None else None, compression,
         )  # fmt: skip
         shared = _shared_root(run, per_arch, listed[1], stand_ins)
         images = _all_images(run, shared, per_arch, version, labels, removals)
@@ -231,6 +235,7 @@ class _Run:
     grouping: str
     epoch: int
     keys: bytes | None  # the keyring the client checks signatures with
+    compression: str  # of the new layers: gzip or zstd (the base's stay as they are)
 
     def box(self, *writable: Path) -> Sandbox:
         return Sandbox(tuple(p.resolve() for p in writable), (self.repository,))
@@ -310,7 +315,7 @@ def _all_images(
     labels: dict[str, str],
     removals: Removals,
 ) -> list[BuiltImage]:
-    """Each arch's image, in order. An arch's layers are written (gzip, which works
+    """Each arch's image, in order. An arch's layers are written (gzip or zstd, which work
     outside the interpreter's lock) in a thread of their own while the next arch's
     client installs: on two cores the two overlap, and the extra arches cost less
     than their installs and layers one after the other. One writer: layers already
@@ -385,7 +390,7 @@ def _one_image(
     layout, epoch = run.layout, run.epoch
     try:
         layers = [
-            _layer(shared, arch_root.root, arch_root.after, p, epoch, layout)
+            _layer(shared, arch_root.root, arch_root.after, p, epoch, layout, run.compression)
             for p in arch_root.planned
         ]
     finally:
@@ -426,7 +431,13 @@ def _one_image(
 
 
 def _layer(
-    shared: _Shared, root: Path, after: dict[str, Entry], planned: Planned, epoch: int, layout: Path
+    shared: _Shared,
+    root: Path,
+    after: dict[str, Entry],
+    planned: Planned,
+    epoch: int,
+    layout: Path,
+    compression: str,
 ) -> Layer:
     """The layer ``planned`` of ``root``: one written for an earlier arch when it holds the
     same entries with the same status (what the tar records of each: mode, owners,
@@ -445,7 +456,9 @@ def _layer(
     )
     layer = shared.written.get(key)
     if layer is None:
-        layer = write_layer(root, planned.paths, epoch, layout, planned.what, planned.whiteouts)
+        layer = write_layer(
+            root, planned.paths, epoch, layout, planned.what, planned.whiteouts, compression
+        )
         shared.written[key] = layer
     return layer
 
