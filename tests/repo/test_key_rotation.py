@@ -41,8 +41,8 @@ def keys(tmp_path_factory):
         str(other.export(base / "other.gpg")))  # fmt: skip
     yield {"signer": Key(str(home), ours.fingerprint), "ours": ours, "other": other}
     for key in (ours, other):
-        subprocess.run(["gpgconf", "--homedir", key.home, "--kill", "all"], check=False)
-    subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False)
+        key.stop_agent()
+    Key(str(home), "").stop_agent()
 
 
 def versioned(where: Path, name: str, release: str, signed_by: Key) -> Path:

@@ -39,7 +39,7 @@ def keys(tmp_path_factory):
     }
     yield made
     for key in made.values():
-        subprocess.run(["gpgconf", "--homedir", key.home, "--kill", "all"], check=False)
+        key.stop_agent()
 
 
 def gfxpack(key: Key, *args: str):

@@ -40,10 +40,10 @@ def builds(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def rsa_key(tmp_path_factory):
     """A throwaway gpg home with an RSA signing key (as tests/verify/conftest.py's)."""
-    from tests.verify.signed import make_rsa_key
+    from tests.verify.signed import make_key
 
     home = tmp_path_factory.mktemp("gnupg-rsa")
-    yield make_rsa_key(home)
+    yield make_key(home, "rsa4096")
     subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False)
 
 

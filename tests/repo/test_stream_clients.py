@@ -189,4 +189,4 @@ def test_ten_nightlies_weekly_and_stable_on_real_clients(tmp_path):
                 client.update()
                 assert client.installed() == {LIB: "8.2.7-1", TOOL: "8.2.7-1"}, kind
     finally:
-        subprocess.run(["gpgconf", "--homedir", key.home, "--kill", "all"], check=False)
+        key.stop_agent()

@@ -40,10 +40,10 @@ EPOCH = "1700000000"
 def signed(tmp_path_factory):
     """An RSA key, and a signed nightly repository of two small builds (two packages of
     each format, and an index.json naming them, so each is a build of the stream)."""
-    from tests.verify.signed import make_rsa_key, signed_build
+    from tests.verify.signed import make_key, signed_build
 
     base = tmp_path_factory.mktemp("faults")
-    key = make_rsa_key(base / "gnupg")
+    key = make_key(base / "gnupg", "rsa4096")
     nightly = base / "nightly"
     for version in VERSIONS:
         build = _build(base / f"unsigned-{version}", version)

@@ -89,10 +89,10 @@ def export_key(home: str, fingerprint: str, path: Path, armor: bool = False) -> 
 @pytest.fixture(scope="session")
 def rsa_key(tmp_path_factory):
     """A throwaway gpg home with an RSA signing key; yields a tests.verify.signed.Key."""
-    from tests.verify.signed import make_rsa_key
+    from tests.verify.signed import make_key
 
     home = tmp_path_factory.mktemp("gnupg-rsa")
-    yield make_rsa_key(home)
+    yield make_key(home, "rsa4096")
     subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False)
 
 

@@ -29,25 +29,18 @@ class Key:
         )
         return path
 
-
-def make_rsa_key(home: Path) -> Key:
-    """An RSA-4096 signing key (what RPM signing keys usually are, and big enough for
-    Debian 13's apt) in the gpg home ``home``."""
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    home.chmod(0o700)
-    gpg = ["gpg", "--batch", "--homedir", str(home)]
-    user = "gfxpack release <release@example.invalid>"
-    run(*gpg, "--passphrase", "", "--quick-gen-key", user, "rsa4096", "sign", "never")
-    listing = run(*gpg, "--with-colons", "--list-secret-keys").stdout
-    fingerprint = next(x.split(":")[9] for x in listing.splitlines() if x.startswith("fpr:"))
-    return Key(str(home), fingerprint)
+    def stop_agent(self) -> None:
+        """End the gpg-agent this home started (a test's last step)."""
+        subprocess.run(["gpgconf", "--homedir", self.home, "--kill", "all"], check=False)
 
 
 def make_key(home: Path, algorithm: str, *options: str) -> Key:
     """A signing key of ``algorithm`` (gpg's name: ed25519, rsa2048...) in the gpg home
     ``home``, made with gpg's ``options`` too (``--cert-digest-algo SHA1``: a key bound
-    with SHA-1)."""
+    with SHA-1). rsa4096 is what RPM signing keys usually are, and big enough for
+    Debian 13's apt."""
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    home.chmod(0o700)  # gpg refuses a home others can read
     gpg = ["gpg", "--batch", "--homedir", str(home), *options]
     user = f"gfxpack {algorithm} <{algorithm}@example.invalid>"
     run(*gpg, "--passphrase", "", "--quick-gen-key", user, algorithm, "sign", "never")

@@ -31,7 +31,7 @@ def keys(tmp_path_factory):
     made["next"] = make_key(base / "next", "ed25519")
     yield made
     for key in made.values():
-        subprocess.run(["gpgconf", "--homedir", key.home, "--kill", "all"], check=False)
+        key.stop_agent()
 
 
 def split_clearsigned(inrelease: Path, where: Path) -> tuple[Path, Path]:
