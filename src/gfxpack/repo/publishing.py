@@ -31,7 +31,7 @@ from gfxpack.repo.names import DEFAULT, DEFAULT_NAMES, RepositoryNames, check_su
 from gfxpack.repo.options import PublishOptions
 from gfxpack.repo.package_signatures import UNSIGNED_PACKAGES
 from gfxpack.repo.recorded import build_version_problem
-from gfxpack.repo.results import FormatSummary, PublishResult, RunResult
+from gfxpack.repo.results import PublishResult, RunResult
 from gfxpack.repo.retention import Retention
 from gfxpack.repo.settings import Recorded, checked_extra_keys, recorded_in
 from gfxpack.repo.state import State, has_record
@@ -230,16 +230,7 @@ def publish(
     pruned = done.removed_versions if retain is not None else None
     return PublishResult(
         formats=tuple(
-            FormatSummary(
-                format=summary.format,
-                added=summary.added,
-                packages=summary.packages,
-                signed=summary.signed,
-                suite=summary.suite,
-                debug=summary.debug,
-                pruned=pruned,
-                setup=lines.get(format_named(summary.format), {}),
-            )
+            replace(summary, pruned=pruned, setup=lines.get(format_named(summary.format), {}))
             for summary in done.formats
         ),
         removed_versions=done.removed_versions,
