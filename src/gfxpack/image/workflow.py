@@ -17,10 +17,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import tempfile
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +63,7 @@ from gfxpack.image.unpack import unpack
 from gfxpack.repo.names import SUITE
 from gfxpack.sandbox import Sandbox, probe
 from gfxpack.trial import CLIENTS, default_client, other_archs
+from gfxpack.trial.roots import terminated_as_exit
 from gfxpack.verify.integrity import Keyring
 from gfxpack.verify.resolution import resolve, select
 from gfxpack.verify.rules import arch_of
@@ -162,7 +161,7 @@ def build_images(
 
     out = out.absolute()
     out.parent.mkdir(parents=True, exist_ok=True)
-    with _terminated_as_exit():
+    with terminated_as_exit():
         return _build(out, force, base, per_arch, chosen, fmt, repository, apt_suite, grouping,
                       epoch, keyring, listed, stand_ins, version, labels, reference,
                       compression)  # fmt: skip
@@ -477,24 +476,6 @@ def _check_out(out: Path, force: bool) -> None:
             f"{out}: holds files and is not an OCI layout (no oci-layout); --force replaces "
             "only a layout"
         )
-
-
-@contextlib.contextmanager
-def _terminated_as_exit() -> Iterator[None]:
-    """While in effect, SIGTERM ends the run as Ctrl-C does, by an exception, so the
-    finally blocks removing the scratch roots and the partial layout run."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def terminated(signum: int, frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _refuse_other_archs(
