@@ -19,7 +19,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from gfxpack.errors import GfxpackError
@@ -244,3 +244,19 @@ def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def entries_under(root: Path) -> Iterator[tuple[str, os.DirEntry[str], os.stat_result]]:
+    """``('/relative/path', entry, its lstat)`` of every entry under ``root``, depth
+    first, never following a symlink (a link in an installed root may point at this
+    machine's files)."""
+    pending = [(str(root), "")]
+    while pending:
+        directory, relative = pending.pop()
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                path = f"{relative}/{entry.name}"
+                info = entry.stat(follow_symlinks=False)
+                yield path, entry, info
+                if stat.S_ISDIR(info.st_mode):
+                    pending.append((entry.path, path))

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gfxpack.image.install import Installed
+from gfxpack.safe_tree import entries_under
 from gfxpack.verify.rules import arch_of
 
 BY_KIND = "kind"
@@ -52,24 +53,16 @@ def snapshot(root: Path) -> dict[str, Entry]:
     """'/path' -> (mode, uid, gid, size, mtime in ns, link target) of every entry under
     ``root``, found without following a symlink."""
     found: dict[str, Entry] = {}
-    pending = [(str(root), "")]
-    while pending:
-        directory, relative = pending.pop()
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                path = f"{relative}/{entry.name}"
-                info = entry.stat(follow_symlinks=False)
-                target = os.readlink(entry.path) if stat.S_ISLNK(info.st_mode) else ""
-                found[path] = (
-                    info.st_mode,
-                    info.st_uid,
-                    info.st_gid,
-                    info.st_size,
-                    info.st_mtime_ns,
-                    target,
-                )
-                if stat.S_ISDIR(info.st_mode):
-                    pending.append((entry.path, path))
+    for path, entry, info in entries_under(root):
+        target = os.readlink(entry.path) if stat.S_ISLNK(info.st_mode) else ""
+        found[path] = (
+            info.st_mode,
+            info.st_uid,
+            info.st_gid,
+            info.st_size,
+            info.st_mtime_ns,
+            target,
+        )
     return found
 
 

@@ -11,6 +11,7 @@ target is of every processor it runs on (``gfx9-4-generic``: gfx942 and gfx950).
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 from gfxpack.amdgpu import GENERIC_OF, PROCESSORS, sort_targets
 from gfxpack.file_arch import file_arch
 from gfxpack.formats import PackageFormat
+from gfxpack.safe_tree import entries_under
 from gfxpack.trial.clients import CLIENTS
 from gfxpack.trial.stand_ins import StandIn, reported
 from gfxpack.verify.rules import arch_of
@@ -209,18 +211,11 @@ def file_sizes(root: Path) -> dict[str, int | None]:
     entry that is not a directory), found without following any symlink (a link in
     the root may point at this machine's files)."""
     sizes: dict[str, int | None] = {}
-    pending = [(str(root), "")]
-    while pending:
-        directory, relative = pending.pop()
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                path = f"{relative}/{entry.name}"
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append((entry.path, path))
-                elif entry.is_file(follow_symlinks=False):
-                    sizes[path] = entry.stat(follow_symlinks=False).st_size
-                else:
-                    sizes[path] = None
+    for path, _, info in entries_under(root):
+        if stat.S_ISREG(info.st_mode):
+            sizes[path] = info.st_size
+        elif not stat.S_ISDIR(info.st_mode):
+            sizes[path] = None
     return sizes
 
 
