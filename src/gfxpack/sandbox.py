@@ -82,6 +82,8 @@ class Sandbox:
 
     writable: tuple[Path, ...]
     readable: tuple[Path, ...] = ()
+    # Trees of this machine seen read-only at another path: (tree, where it is seen).
+    elsewhere: tuple[tuple[Path, Path], ...] = ()
 
     def command(
         self,
@@ -101,6 +103,8 @@ class Sandbox:
         arguments += _system()
         for path in (*self.readable, *_python_home()):
             arguments += ["--ro-bind", str(path), str(path)]
+        for path, seen_at in self.elsewhere:
+            arguments += ["--ro-bind", str(path), str(seen_at)]
         for path in self.writable:
             arguments += ["--bind", str(path), str(path)]
         return [*arguments, "--chdir", str(cwd or "/"), "--", *command]

@@ -41,6 +41,7 @@ from gfxpack.image.layout import (
 from gfxpack.trial import file_archs
 from tests.doc_commands import doc_block, gfxpack_shell
 from tests.image.conftest import BASE_TAG, need, write_base
+from tests.verify.hostile import hostile_deb, published
 from tests.verify.signed import make_key
 
 pytestmark = pytest.mark.slow
@@ -571,4 +572,44 @@ def test_an_interrupted_build_leaves_nothing(example_repo, debian_base, tmp_path
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == []
     assert set(scratch.glob("gfxpack-image-*")) - earlier == set()
     with open("/proc/self/mounts", encoding="utf-8") as mounts:  # no arch's overlay left
+        assert [line for line in mounts if "/gfxpack-image-" in line] == []
+
+
+def test_a_repository_path_apt_would_misread_is_read_as_it_is(example_repo, debian_base, tmp_path):
+    """apt reads the repository by its file method at a fixed path in the sandbox: a
+    space or a percent sign in the repository's own path (which apt would decode twice
+    in a file: URI) changes nothing."""
+    repo = tmp_path / "a b%20c" / "repo"
+    shutil.copytree(example_repo, repo, symlinks=True)
+    report = built(repo, debian_base, tmp_path / "out", "--client", "apt", "amdrocm-core8.2-gfx942")
+    assert [i["arch"] for i in report["images"]] == ["gfx942"]
+    assert any(layer["what"] == "device gfx942" for layer in report["images"][0]["layers"])
+
+
+def test_a_layer_that_cannot_be_written_fails_the_run_and_leaves_nothing(
+    example_release, debian_base, tmp_path
+):
+    """gfx950's package leaves a FIFO in its root, which no layer may hold: while other
+    arches install and their layers are written, the run stops with one error naming
+    it, and leaves no layout, no scratch root and no mount."""
+    packages = tmp_path / "packages"
+    shutil.copytree(example_release.out, packages, ignore=shutil.ignore_patterns("index.json"))
+    for arch in ("gfx942", "gfx1100"):
+        hostile_deb(packages, f"fifo-{arch}", ":")
+    hostile_deb(packages, "fifo-gfx950", 'mkfifo "$DPKG_ROOT/opt/fifo"')
+    repo = published(packages, tmp_path / "repo")
+    scratch = Path(tempfile.gettempdir())
+    earlier = set(scratch.glob("gfxpack-image-*"))
+    out = tmp_path / "out"
+    line = fails(
+        *("--repo", str(repo), "--base", f"oci:{debian_base}:{BASE_TAG}", "--out", str(out)),
+        *("--client", "apt", "--target", "gfx942,gfx950,gfx1100", META, "fifo-{arch}"),
+    )
+    assert "/opt/fifo: is a FIFO" in line, line
+    assert not out.exists() and [p.name for p in out.parent.iterdir() if p.name != "out"] == [
+        "packages",
+        "repo",
+    ]
+    assert set(scratch.glob("gfxpack-image-*")) - earlier == set()
+    with open("/proc/self/mounts", encoding="utf-8") as mounts:
         assert [line for line in mounts if "/gfxpack-image-" in line] == []

@@ -3,9 +3,12 @@ client in try-install's sandbox.
 
 The steps are try-install's (:mod:`gfxpack.trial`), on a root that already holds a
 base: apt-get with dpkg ``--root`` (maintainer scripts chrootless, ``DPKG_ROOT``
-set) or dnf ``--installroot`` (scriptlets chrooted), the repository served on the
-sandbox's own loopback, the client's configuration, state, cache and log in a client
-directory beside the root. The base's own package database says what is installed:
+set) or dnf ``--installroot`` (scriptlets chrooted), the client's configuration,
+state, cache and log in a client directory beside the root. apt reads the repository
+in place with its file method (bound read-only at :data:`REPOSITORY` in the sandbox):
+an image installs once per arch, and a server started and every package copied for
+each install cost more than the arch's own files do. dnf reads it from the sandbox's
+own loopback, as try-install's clients do. The base's own package database says what is installed:
 the client resolves the release against it. A system package the release needs and
 the base lacks is refused, unless stand-ins are allowed (empty packages of its name,
 as try-install installs; an image holding them lacks those files).
@@ -41,6 +44,8 @@ from gfxpack.verify.system import SystemPackage
 
 # What a failed tool's output shows of its last lines.
 SHOWN_LINES = 25
+# Where apt sees the repository in the sandbox.
+REPOSITORY = Path("/srv/gfxpack-repository")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +152,9 @@ def install(
     against them (apt's signed-by; dnf's gpgcheck, every package's signature); without,
     none."""
     chosen = CLIENTS[client]
-    box = Sandbox((root, home), (repository,))
+    # apt reads the repository at a fixed path: a file: URI of the path itself would be
+    # percent-decoded twice by apt, and a space or % in it would name another file.
+    box = Sandbox((root, home), (repository,), ((repository, REPOSITORY),))
     made = stand_ins(chosen.fmt, standing_in, home / "stand-ins", "the system list")
     if chosen.fmt is DEB:
         status = dpkg_database(root)
@@ -163,15 +170,14 @@ def install(
             keyring = home / ("keyring.asc" if keys.lstrip().startswith(ARMOR) else "keyring.gpg")
             keyring.write_bytes(keys)
             trust = f"signed-by={keyring}"
-        line = f"deb [{trust}] {URL} {suite} {' '.join(components)}"
+        # apt's file method reads the repository, bound read-only into the sandbox, in
+        # place: no server to start and no copy of each package in the client
+        # directory, for every arch's install.
+        line = f"deb [{trust}] file:{REPOSITORY} {suite} {' '.join(components)}"
         (home / "sources.list").write_text(line + "\n", encoding="utf-8")
         steps = [(["update"], f"apt-get update from {repository}")] if update else []
         for command, what in (*steps, (["-y", "install", *names], "apt-get install")):
-            run(box, ["apt-get", *options, "-q", *command], what, serve=repository, env=own)
-        # The downloaded packages are in the repository: each arch's copy of this
-        # client directory need not carry them.
-        for downloaded in (home / "cache/archives").glob("*.deb"):
-            downloaded.unlink()
+            run(box, ["apt-get", *options, "-q", *command], what, env=own)
         return
     clock = without_syncs(frozen_clock(epoch))
     run(box, ["rpm", "--root", str(root), "--initdb"], "making the rpm database", env=clock)

@@ -1,11 +1,14 @@
 """``gfxpack image``: one OCI image per GPU arch of a release, written as an OCI image
 layout and optionally pushed.
 
-For each arch, in order: the base's layers are unpacked into a fresh root, the real
-client installs the arch's packages over them in try-install's sandbox
-(:mod:`.install`), the root's new files are put into layers by the package that owns
-them (:mod:`.layers`), and the image is refused when any of them is of another GPU
-arch (the rule try-install applies). The image is the base's layers, unchanged, then
+The base's layers are unpacked once, and the real client installs the packages
+every arch needs over them in try-install's sandbox (:mod:`.install`). Each arch's
+root is a writable copy of that shared root (:mod:`.overlay`) where the client
+installs the arch's own packages; the root's new files are put into layers by the
+package that owns them (:mod:`.layers`), and the image is refused when any of them
+is of another GPU arch (the rule try-install applies). Layers are written in threads
+while the next arches install, each distinct layer once (the host layer, the same
+in every arch's image, is written for the first). The image is the base's layers, unchanged, then
 the new ones; its config carries labels naming the arch, the ROCm version and the
 repository, its tag is ``<version>-<arch>``, and the layout's index lists every arch's
 image with those annotations. Same inputs, same digests (:mod:`.layer`): config
@@ -14,12 +17,13 @@ times are SOURCE_DATE_EPOCH (default 0), never the time of the run.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import shutil
 import tempfile
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +78,11 @@ from gfxpack.verify.universe import load, pick_suite
 ARCH = "{arch}"
 # How many paths of another arch an error shows.
 SHOWN_PATHS = 5
+# How many arches' installed roots may be mounted at once: each holds its device
+# packages' files on the scratch disk until its layers are written.
+AHEAD = 4
+# At most this many layers are written at once (each a compressor on a core of its own).
+LAYER_THREADS = 4
 
 
 def expand(packages: Sequence[str], targets: Sequence[str]) -> dict[str, list[str]]:
@@ -262,8 +271,8 @@ class _Shared:
     base_packages: dict[str, Installed]
     stand_ins: list[str]
     compared: dict[str, Comparison]  # arch -> its packages against every arch's
-    # Layers already written, by what they hold (see _layer).
-    written: dict[tuple[Any, ...], Layer] = field(default_factory=dict)
+    # Layers written or being written, by what they hold (see _layers).
+    written: dict[tuple[Any, ...], Future[Layer]] = field(default_factory=dict)
 
 
 def _shared_root(
@@ -314,26 +323,42 @@ def _all_images(
     labels: dict[str, str],
     removals: Removals,
 ) -> list[BuiltImage]:
-    """Each arch's image, in order. An arch's layers are written (gzip or zstd, which work
-    outside the interpreter's lock) in a thread of their own while the next arch's
-    client installs: on two cores the two overlap, and the extra arches cost less
-    than their installs and layers one after the other. One writer: layers already
-    written (the host layer) are looked up by one thread only."""
-    images: list[BuiltImage] = []
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gfxpack-layers") as writer:
-        writing: Future[BuiltImage] | None = None
-        for arch, names in per_arch.items():
-            installed = _install_arch(run, shared, arch, names, removals)
-            try:
-                if writing is not None:
-                    images.append(writing.result())
-            except BaseException:
-                installed.close()
-                raise
-            writing = writer.submit(_one_image, run, shared, installed, version, labels)
-        if writing is not None:
-            images.append(writing.result())
-    return images
+    """Each arch's image, in order. The clients install one arch after another while
+    threads put the installed roots into layers (gzip and zstd work outside the
+    interpreter's lock): the first image's host layer, the longest, is written while
+    the next arches install and their device layers are written beside it. A root is
+    unmounted once the layers read from it are written; at most :data:`AHEAD` are
+    mounted at once. The images are put together, in order, once every layer is
+    written."""
+    pending: list[_Pending] = []
+    workers = max(2, min(LAYER_THREADS, os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gfxpack-layers") as pool:
+        try:
+            for arch, names in per_arch.items():
+                _unmount_written(pending, AHEAD - 1)
+                installed = _install_arch(run, shared, arch, names, removals)
+                pending.append(_layers(run, shared, installed, pool))
+            return [p.image(run, shared, version, labels) for p in pending]
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            for unfinished in pending:
+                unfinished.installed.close()
+            raise
+
+
+def _unmount_written(pending: Sequence[_Pending], most: int) -> None:
+    """Unmount each root whose layers are written, waiting until at most ``most`` are
+    still mounted; a layer that failed fails the run at once."""
+    while True:
+        mounted = [p for p in pending if p.mounted]
+        for waiting in mounted:
+            if all(f.done() for f in waiting.own):
+                waiting.unmount()
+        mounted = [p for p in mounted if p.mounted]
+        if len(mounted) <= most:
+            return
+        own = [f for p in mounted for f in p.own]
+        concurrent.futures.wait(own, return_when=concurrent.futures.FIRST_COMPLETED)
 
 
 @dataclass
@@ -378,22 +403,78 @@ def _install_arch(
     return _ArchRoot(arch, names, root, after, packages, planned, stack)
 
 
-def _one_image(
+@dataclass
+class _Pending:
+    """An arch's installed root and its layers, being written."""
+
+    installed: _ArchRoot
+    layers: list[Future[Layer]]  # in the image's order, some written for an earlier arch
+    own: list[Future[Layer]]  # those read from this root
+    mounted: bool = True
+
+    def unmount(self) -> None:
+        """Unmount the root once the layers read from it are written; a layer's failure
+        is raised here."""
+        try:
+            concurrent.futures.wait(self.own)
+            for layer in self.own:
+                layer.result()
+        finally:
+            self.installed.close()
+            self.mounted = False
+
+    def image(
+        self, run: _Run, shared: _Shared, version: str | None, labels: dict[str, str]
+    ) -> BuiltImage:
+        """The image, once every layer of it is written."""
+        self.unmount()
+        written = [f.result() for f in self.layers]
+        return _image(run, shared, self.installed, written, version, labels)
+
+
+def _layers(run: _Run, shared: _Shared, installed: _ArchRoot, pool: Executor) -> _Pending:
+    """The layers of ``installed``, each being written in ``pool`` unless one with the same
+    entries with the same status (what the tar records of each: mode, owners, size,
+    clamped mtime, link target) was for an earlier arch. Each arch's root is a copy of
+    the shared one (an overlay over it, or cp -a: both keep mtimes), so the host layer
+    is written once. Called from one thread only, which alone reads and adds to
+    ``shared.written``."""
+    layers, own = [], []
+    for planned in installed.planned:
+        entries = sorted(
+            {q for p in planned.paths for q in (*parents(p.lstrip("/")), p.lstrip("/"))}
+        )
+        key = (
+            planned.what,
+            planned.whiteouts,
+            tuple(
+                (path, mode, uid, gid, size, min(mtime // 10**9, run.epoch), link)
+                for path in entries
+                for mode, uid, gid, size, mtime, link in [installed.after["/" + path]]
+            ),
+        )
+        layer = shared.written.get(key)
+        if layer is None:
+            layer = pool.submit(
+                write_layer, installed.root, planned.paths, run.epoch, run.layout, planned.what,
+                planned.whiteouts, run.compression,
+            )  # fmt: skip
+            shared.written[key] = layer
+            own.append(layer)
+        layers.append(layer)
+    return _Pending(installed, layers, own)
+
+
+def _image(
     run: _Run,
     shared: _Shared,
     arch_root: _ArchRoot,
+    layers: list[Layer],
     version: str | None,
     labels: dict[str, str],
 ) -> BuiltImage:
     arch, names, packages = arch_root.arch, arch_root.names, arch_root.packages
     layout, epoch = run.layout, run.epoch
-    try:
-        layers = [
-            _layer(shared, arch_root.root, arch_root.after, p, epoch, layout, run.compression)
-            for p in arch_root.planned
-        ]
-    finally:
-        arch_root.close()
     installed = packages.get(names[0])
     full_version = installed.version if installed else ""
     tag_version = version or upstream_version(full_version)
@@ -427,39 +508,6 @@ def _one_image(
         shared.stand_ins,
         shared.compared.get(arch),
     )
-
-
-def _layer(
-    shared: _Shared,
-    root: Path,
-    after: dict[str, Entry],
-    planned: Planned,
-    epoch: int,
-    layout: Path,
-    compression: str,
-) -> Layer:
-    """The layer ``planned`` of ``root``: one written for an earlier arch when it holds the
-    same entries with the same status (what the tar records of each: mode, owners,
-    size, clamped mtime, link target); else written now. Each arch's root is a copy
-    of the shared one (an overlay over it, or cp -a: both keep mtimes), so the host
-    layer is written once."""
-    entries = sorted({q for p in planned.paths for q in (*parents(p.lstrip("/")), p.lstrip("/"))})
-    key = (
-        planned.what,
-        planned.whiteouts,
-        tuple(
-            (path, mode, uid, gid, size, min(mtime // 10**9, epoch), link)
-            for path in entries
-            for mode, uid, gid, size, mtime, link in [after["/" + path]]
-        ),
-    )
-    layer = shared.written.get(key)
-    if layer is None:
-        layer = write_layer(
-            root, planned.paths, epoch, layout, planned.what, planned.whiteouts, compression
-        )
-        shared.written[key] = layer
-    return layer
 
 
 def _check_out(out: Path, force: bool) -> None:
