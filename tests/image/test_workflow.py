@@ -613,3 +613,21 @@ def test_a_layer_that_cannot_be_written_fails_the_run_and_leaves_nothing(
     assert set(scratch.glob("gfxpack-image-*")) - earlier == set()
     with open("/proc/self/mounts", encoding="utf-8") as mounts:
         assert [line for line in mounts if "/gfxpack-image-" in line] == []
+
+
+def test_progress_is_told_each_step_in_order(example_repo, debian_base, tmp_path):
+    """What a terminal's progress line shows: the shared install, each arch's install
+    with how many are done, then the last layers."""
+    from gfxpack.image.workflow import build_images
+
+    steps: list[tuple[str, int, int]] = []
+    build_images(
+        example_repo, [META], f"oci:{debian_base}:{BASE_TAG}", tmp_path / "out",
+        ["gfx942", "gfx950"], client="apt", progress=lambda *step: steps.append(step),
+    )  # fmt: skip
+    assert steps == [
+        ("installing the packages every arch shares", 0, 2),
+        ("installing gfx942's packages", 0, 2),
+        ("installing gfx950's packages", 1, 2),
+        ("writing the last layers", 2, 2),
+    ]

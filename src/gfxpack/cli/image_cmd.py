@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -145,28 +148,65 @@ def image_command(
     """
     from gfxpack.image.workflow import build_images
 
-    images = build_images(
-        repo,
-        packages,
-        base,
-        out,
-        split_list(targets),
-        client,
-        grouping,
-        version,
-        source,
-        push_to,
-        stand_ins,
-        system,
-        suite,
-        force,
-        keyring,
-        compression,
-    )
+    with _progress() as progress:
+        images = build_images(
+            repo,
+            packages,
+            base,
+            out,
+            split_list(targets),
+            client,
+            grouping,
+            version,
+            source,
+            push_to,
+            stand_ins,
+            system,
+            suite,
+            force,
+            keyring,
+            compression,
+            progress,
+        )
     if as_json:
         click.echo(json.dumps(images.as_dict(), indent=2))
     else:
         click.echo(text(images), nl=False)
+
+
+@contextlib.contextmanager
+def _progress() -> Iterator[Callable[[str, int, int], None] | None]:
+    """A progress line on a terminal (a release's images take minutes); nothing
+    otherwise, where stderr carries errors only."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    # rich only for a terminal: a CI job's image does not import it.
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("reading the base", total=None)
+
+        def update(what: str, done: int, total: int) -> None:
+            bar.update(task, description=what, completed=done, total=total)
+
+        yield update
 
 
 def text(images: Images) -> str:

@@ -140,13 +140,14 @@ def install(
     components: Sequence[str],
     names: Sequence[str],
     standing_in: Sequence[SystemPackage],
-    update: bool = True,
+    indexes: Path | None = None,
     epoch: int = 0,
     keys: bytes | None = None,
 ) -> None:
     """Install ``names`` from ``repository`` into ``root`` (which holds the base) with
-    ``client``; empty stand-ins of ``standing_in`` first. Without ``update``, apt
-    reads the indexes an earlier install into a copy of ``home`` fetched. dnf runs
+    ``client``; empty stand-ins of ``standing_in`` first. apt fetches the indexes into
+    ``home``, or with ``indexes`` reads those an earlier install fetched (its lists
+    directory, read-only in the sandbox), and fetches none. dnf runs
     with the wall clock stopped at ``epoch`` (:func:`frozen_clock`). With ``keys`` (an
     OpenPGP keyring, binary or armored) the client checks the repository's signatures
     against them (apt's signed-by; dnf's gpgcheck, every package's signature); without,
@@ -154,7 +155,8 @@ def install(
     chosen = CLIENTS[client]
     # apt reads the repository at a fixed path: a file: URI of the path itself would be
     # percent-decoded twice by apt, and a space or % in it would name another file.
-    box = Sandbox((root, home), (repository,), ((repository, REPOSITORY),))
+    readable = (repository,) if indexes is None else (repository, indexes)
+    box = Sandbox((root, home), readable, ((repository, REPOSITORY),))
     made = stand_ins(chosen.fmt, standing_in, home / "stand-ins", "the system list")
     if chosen.fmt is DEB:
         status = dpkg_database(root)
@@ -163,6 +165,8 @@ def install(
             run(box, [*dpkg, "-i", *map(str, made)], "installing the stand-ins with dpkg",
                 env=without_syncs({}))  # fmt: skip
         options = apt_options(home, status, root)
+        if indexes is not None:
+            options.append(f"-oDir::State::lists={indexes}")
         own = without_syncs({"APT_CONFIG": str(own_apt_config(home))})
         trust = "trusted=yes"
         if keys is not None:
@@ -175,7 +179,7 @@ def install(
         # directory, for every arch's install.
         line = f"deb [{trust}] file:{REPOSITORY} {suite} {' '.join(components)}"
         (home / "sources.list").write_text(line + "\n", encoding="utf-8")
-        steps = [(["update"], f"apt-get update from {repository}")] if update else []
+        steps = [(["update"], f"apt-get update from {repository}")] if indexes is None else []
         for command, what in (*steps, (["-y", "install", *names], "apt-get install")):
             run(box, ["apt-get", *options, "-q", *command], what, env=own)
         return

@@ -22,7 +22,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,7 +60,7 @@ from gfxpack.image.layout import (
     start,
     write_index,
 )
-from gfxpack.image.overlay import Removals, copy, writable_copy
+from gfxpack.image.overlay import Removals, writable_copy
 from gfxpack.image.registry import Reference, pull, push
 from gfxpack.image.report import BuiltImage, Comparison, Images, LayerReport, compare
 from gfxpack.image.unpack import unpack
@@ -83,6 +83,14 @@ SHOWN_PATHS = 5
 AHEAD = 4
 # At most this many layers are written at once (each a compressor on a core of its own).
 LAYER_THREADS = 4
+
+
+# Told each step of a run: what it is, how many arches are installed, of how many.
+Progress = Callable[[str, int, int], None]
+
+
+def _quiet(what: str, done: int, total: int) -> None:
+    pass
 
 
 def expand(packages: Sequence[str], targets: Sequence[str]) -> dict[str, list[str]]:
@@ -132,10 +140,12 @@ def build_images(
     force: bool = False,
     keyring: Path | None = None,
     compression: str = GZIP,
+    progress: Progress | None = None,
 ) -> Images:
     """Build one image per arch into the OCI layout ``out`` (new, or replaced with
     ``force``), its new layers compressed by ``compression`` (gzip or zstd), and push
-    them to ``push_to`` (HOST/NAME) when given."""
+    them to ``push_to`` (HOST/NAME) when given. ``progress`` is told each step: what,
+    and how many of the arches are installed."""
     per_arch = expand(packages, targets)
     reference = Reference.parse(push_to) if push_to else None
     if reference is not None and reference.tag:
@@ -173,7 +183,7 @@ def build_images(
     with terminated_as_exit():
         return _build(out, force, base, per_arch, chosen, fmt, repository, apt_suite, grouping,
                       epoch, keyring, listed, stand_ins, version, labels, reference,
-                      compression)  # fmt: skip
+                      compression, progress or _quiet)  # fmt: skip
 
 
 def _build(
@@ -194,6 +204,7 @@ def _build(
     labels: dict[str, str],
     reference: Reference | None,
     compression: str,
+    progress: Progress,
 ) -> Images:
     scratch = Path(tempfile.mkdtemp(prefix="gfxpack-image-"))
     layout = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
@@ -206,7 +217,9 @@ def _build(
         run = _Run(
             found, base_layers, layout, scratch, chosen, fmt, repository, apt_suite, grouping,
             epoch, keyring.read_bytes() if keyring is not None else None, compression,
+            progress,
         )  # fmt: skip
+        progress("installing the packages every arch shares", 0, len(per_arch))
         shared = _shared_root(run, per_arch, listed[1], stand_ins)
         images = _all_images(run, shared, per_arch, version, labels, removals)
         manifests = [
@@ -216,6 +229,8 @@ def _build(
             for image in images
         ]
         write_index(layout, manifests)
+        if reference is not None:
+            progress(f"pushing to {reference}", len(per_arch), len(per_arch))
         pushed = push(layout, manifests, reference) if reference else None
         try:
             replace_directory(layout, out, force)
@@ -244,17 +259,23 @@ class _Run:
     epoch: int
     keys: bytes | None  # the keyring the client checks signatures with
     compression: str  # of the new layers: gzip or zstd (the base's stay as they are)
+    progress: Progress
 
     def box(self, *writable: Path) -> Sandbox:
         return Sandbox(tuple(p.resolve() for p in writable), (self.repository,))
 
     def install(
-        self, root: Path, home: Path, names: Sequence[str], standing: Any, update: bool = True
+        self,
+        root: Path,
+        home: Path,
+        names: Sequence[str],
+        standing: Any,
+        indexes: Path | None = None,
     ) -> None:
         section = components(self.repository, self.suite) if self.fmt is DEB else []
         install(
             self.client, root.resolve(), home.resolve(), self.repository, self.suite, section,
-            names, standing, update, self.epoch, self.keys,
+            names, standing, indexes, self.epoch, self.keys,
         )  # fmt: skip
 
 
@@ -265,8 +286,7 @@ class _Shared:
     arches share the host install)."""
 
     root: Path
-    home: Path  # the client's directory, with the indexes apt fetched
-    updated: bool
+    indexes: Path | None  # apt's lists, fetched once for every arch (None: not fetched)
     before: dict[str, Entry]  # the base's files, before any install
     base_packages: dict[str, Installed]
     stand_ins: list[str]
@@ -308,11 +328,12 @@ def _shared_root(
         }
         host = mine if host is None else host & mine
     standing = missing if allow_stand_ins else []
-    updated = bool(host or standing)
-    if updated:
+    indexes = None
+    if host or standing:
         run.install(root, home, sorted(host or ()), standing)
+        indexes = home / "state/lists" if run.fmt is DEB else None
     compared = {arch: compare(universe, arch, names) for arch, names in per_arch.items()}
-    return _Shared(root, home, updated, before, base_packages, [p.name for p in standing], compared)
+    return _Shared(root, indexes, before, base_packages, [p.name for p in standing], compared)
 
 
 def _all_images(
@@ -334,10 +355,12 @@ def _all_images(
     workers = max(2, min(LAYER_THREADS, os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gfxpack-layers") as pool:
         try:
-            for arch, names in per_arch.items():
+            for done, (arch, names) in enumerate(per_arch.items()):
                 _unmount_written(pending, AHEAD - 1)
+                run.progress(f"installing {arch}'s packages", done, len(per_arch))
                 installed = _install_arch(run, shared, arch, names, removals)
                 pending.append(_layers(run, shared, installed, pool))
+            run.progress("writing the last layers", len(per_arch), len(per_arch))
             return [p.image(run, shared, version, labels) for p in pending]
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -387,9 +410,9 @@ def _install_arch(
         root = stack.enter_context(
             writable_copy(shared.root, run.scratch / f"root-{arch}", removals)
         )
+        home.mkdir()
         try:
-            copy(shared.home, home)  # apt's indexes, fetched once
-            run.install(root, home, names, [], update=not shared.updated)
+            run.install(root, home, names, [], shared.indexes)
             after = snapshot(root)
             packages = database(run.fmt, root, run.box(root, home))
         finally:
