@@ -380,7 +380,9 @@ def _unmount_written(pending: Sequence[_Pending], most: int) -> None:
         mounted = [p for p in mounted if p.mounted]
         if len(mounted) <= most:
             return
-        own = [f for p in mounted for f in p.own]
+        # Only the layers still being written: a written one would end the wait at
+        # once, again and again, spinning while the writers need the interpreter.
+        own = [f for p in mounted for f in p.own if not f.done()]
         concurrent.futures.wait(own, return_when=concurrent.futures.FIRST_COMPLETED)
 
 
