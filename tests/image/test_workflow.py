@@ -631,3 +631,28 @@ def test_progress_is_told_each_step_in_order(example_repo, debian_base, tmp_path
         ("installing gfx950's packages", 1, 2),
         ("writing the last layers", 2, 2),
     ]
+
+
+def test_every_image_read_back_as_a_base_unpacks_as_gnu_tar_unpacks_it(images, tmp_path):
+    """An image gfxpack wrote, gzip or zstd, is a base gfxpack reads: its layers, applied
+    by gfxpack's unpacker, give the root GNU tar gives from skopeo's copy of them."""
+    from gfxpack.image.base import read_base
+    from gfxpack.image.unpack import unpack
+
+    out, report = images
+    built_image = report["images"][0]
+    base = read_base(f"oci:{out}:{built_image['tag']}", tmp_path / "scratch")
+    assert [layer.descriptor.digest for layer in base.layers] == [
+        layer["digest"] for layer in built_image["layers"]
+    ]
+    ours = tmp_path / "ours"
+    ours.mkdir()
+    unpack(base, ours)
+    copied = tmp_path / "copied"
+    subprocess.run(
+        ["skopeo", "copy", "--quiet", f"oci:{out}:{built_image['tag']}", f"dir:{copied}"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    unpack_with_tar(copied, tmp_path / "tar")
+    by_us, by_tar = tree(ours, ""), tree(tmp_path / "tar", "")
+    assert by_us == by_tar and len(by_us) > 50

@@ -15,14 +15,18 @@ base and the blob. An index listing several platforms gives its linux/amd64 imag
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import json
 import os
 import stat
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
+
+import zstandard
 
 from gfxpack._io import HashingWriter
 from gfxpack.image import ImageError
@@ -31,6 +35,7 @@ from gfxpack.image.layout import (
     INDEX,
     LAYER,
     LAYER_GZIP,
+    LAYER_ZSTD,
     REF_NAME,
     Descriptor,
     blob_path,
@@ -42,6 +47,7 @@ MAX_DOCUMENT = 4 << 20
 CHUNK = 1 << 20
 PLATFORM = {"os": "linux", "architecture": "amd64"}
 GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,12 +179,35 @@ def _check_diff_ids(config: Any, layers: int, shown: str) -> None:
 
 def _layer_kind(layer: BaseLayer, shown: str) -> None:
     with open(layer.path, "rb") as file:
-        magic = file.read(2)
-    if magic != GZIP_MAGIC and not _is_tar(layer.path):
+        magic = file.read(4)
+    if not magic.startswith(GZIP_MAGIC) and magic != ZSTD_MAGIC and not _is_tar(layer.path):
         raise ImageError(
-            f"{shown}: layer {layer.descriptor.digest}: neither a tar nor a gzip-compressed "
-            "tar (zstd layers are not read)"
+            f"{shown}: layer {layer.descriptor.digest}: neither a tar nor a gzip- or "
+            "zstd-compressed tar"
         )
+
+
+# What reading a compressed layer may raise besides OSError and EOFError.
+DECOMPRESSION_ERRORS = (zstandard.ZstdError,)
+
+
+@contextlib.contextmanager
+def decompressed(path: Path) -> Iterator[BinaryIO]:
+    """The tar in a layer blob, read as a stream whatever its compression: gzip, zstd
+    (as ``gfxpack image --compression zstd`` writes it), or none. zstd's decoder keeps
+    to its default window limit (128 MiB), whatever a frame's header asks for."""
+    with open(path, "rb") as file:
+        magic = file.read(len(ZSTD_MAGIC))
+        file.seek(0)
+        if magic.startswith(GZIP_MAGIC):
+            with gzip.GzipFile(fileobj=file, mode="rb") as unzipped:
+                yield cast(BinaryIO, unzipped)
+        elif magic == ZSTD_MAGIC:
+            reader = zstandard.ZstdDecompressor().stream_reader(file, closefd=False)
+            with reader:
+                yield cast(BinaryIO, reader)
+        else:
+            yield file
 
 
 def _is_tar(path: Path) -> bool:
@@ -271,7 +300,13 @@ def read_docker_archive(archive: Path, scratch: Path) -> Base:
             if not isinstance(name, str):
                 raise ImageError(f"{shown}: manifest.json: Layers: expected member names")
             path, digest, size = _copy_member(tar, name, scratch, shown)
-            media_type = LAYER_GZIP if _starts_with(path, GZIP_MAGIC) else LAYER
+            media_type = (
+                LAYER_GZIP
+                if _starts_with(path, GZIP_MAGIC)
+                else LAYER_ZSTD
+                if _starts_with(path, ZSTD_MAGIC)
+                else LAYER
+            )
             layers.append(BaseLayer(Descriptor(media_type, digest, size), path))
     found = tuple(layers)
     for layer in found:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from gfxpack.image import ImageError
-from gfxpack.image.base import Base, BaseLayer
+from gfxpack.image.base import DECOMPRESSION_ERRORS, Base, BaseLayer, decompressed
 from gfxpack.safe_tree import Tree, TreeError, copy_bytes
 
 OPAQUE = ".wh..wh..opq"
@@ -38,7 +38,7 @@ def unpack(base: Base, root: Path) -> None:
             shown = f"base {base.name}: layer {number} ({layer.descriptor.digest})"
             try:
                 _apply(tree, layer, shown)
-            except (tarfile.TarError, EOFError, OSError) as e:
+            except (tarfile.TarError, EOFError, OSError, *DECOMPRESSION_ERRORS) as e:
                 raise ImageError(f"{shown}: cannot be unpacked: {e}") from None
 
 
@@ -58,7 +58,7 @@ def member_parts(name: str, shown: str) -> list[str]:
 
 
 def _apply(tree: Tree, layer: BaseLayer, shown: str) -> None:
-    with tarfile.open(layer.path, "r|*") as tar:
+    with decompressed(layer.path) as stream, tarfile.open(fileobj=stream, mode="r|*") as tar:
         for member in tar:
             parts = member_parts(member.name, shown)
             if not parts:

@@ -33,7 +33,7 @@ from gfxpack.amdgpu import processor_problem
 from gfxpack.epoch import source_date_epoch
 from gfxpack.formats import DEB, PackageFormat
 from gfxpack.image import ImageError
-from gfxpack.image.base import Base, read_base
+from gfxpack.image.base import DECOMPRESSION_ERRORS, Base, decompressed, read_base
 from gfxpack.image.install import Installed, components, database, install, missing_system
 from gfxpack.image.labels import (
     LABEL_ARCH,
@@ -578,14 +578,11 @@ def _size(layout: Path, digest: str) -> int:
 
 
 def _unpacked(layout: Path, descriptor: Descriptor) -> int:
-    """The bytes a base layer unpacks to (gzip is read through; a plain tar is itself)."""
-    import gzip
-
+    """The bytes a base layer unpacks to (gzip and zstd are read through; a plain tar is
+    itself)."""
     path = layout / "blobs" / "sha256" / descriptor.digest.removeprefix("sha256:")
-    if not descriptor.media_type.endswith("gzip"):
-        return descriptor.size
     sink = hasher()
-    with contextlib.suppress(OSError, EOFError), gzip.open(path, "rb") as file:
-        while chunk := file.read(1 << 20):
+    with contextlib.suppress(OSError, EOFError, *DECOMPRESSION_ERRORS), decompressed(path) as tar:
+        while chunk := tar.read(1 << 20):
             sink.write(chunk)
     return sink.size
