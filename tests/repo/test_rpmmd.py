@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +65,35 @@ def test_a_changed_package_is_refused_and_the_repository_kept(tmp_path):
     with pytest.raises(RepoError, match="different contents"):
         publish([changed], out, 0)
     assert (out / "rpm/repodata/repomd.xml").read_bytes() == before
+
+
+def file_times(root: Path) -> dict[str, int]:
+    repomd = cr.Repomd(str(root / "repodata/repomd.xml"))
+    (record,) = [r for r in repomd.records if r.type == "primary"]
+    times: dict[str, int] = {}
+    cr.xml_parse_primary(
+        str(root / record.location_href),
+        pkgcb=lambda p: times.__setitem__(p.name, p.time_file) or True,
+    )
+    return times
+
+
+def test_file_times_are_clamped_to_the_epoch_so_two_builds_publish_the_same_indexes(tmp_path):
+    """primary.xml's <time file> is the package file's mtime (createrepo_c's rule),
+    clamped to the run's epoch: the same package written twice, at two times, gives
+    byte-identical repodata; a file older than the epoch keeps its own time."""
+    epoch = 1_700_000_000
+    made = []
+    for build, mtime in (("b1", epoch + 100), ("b2", epoch + 5_000)):
+        package = write_package(tmp_path / build, RPM, "one", files=("/opt/one",))
+        os.utime(package, (mtime, mtime))
+        publish([package], tmp_path / build / "repo", epoch)
+        made.append(tmp_path / build / "repo/rpm/repodata")
+    assert file_times(made[0].parent) == {"one": epoch}
+    assert {p.name: p.read_bytes() for p in made[0].iterdir()} == {
+        p.name: p.read_bytes() for p in made[1].iterdir()
+    }
+    older = write_package(tmp_path / "b3", RPM, "one", files=("/opt/one",))
+    os.utime(older, (epoch - 86_400, epoch - 86_400))
+    publish([older], tmp_path / "b3/repo", epoch)
+    assert file_times(tmp_path / "b3/repo/rpm") == {"one": epoch - 86_400}

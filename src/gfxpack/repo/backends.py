@@ -62,8 +62,12 @@ class RepositoryBackend(Protocol):
 
     fmt: PackageFormat
 
-    def read_package(self, path: Path, name: str, size: int, sha256: str) -> PackageEntry:
-        """The entry of the package file at ``path``, published as ``name``."""
+    def read_package(
+        self, path: Path, name: str, size: int, sha256: str, epoch: int | None = None
+    ) -> PackageEntry:
+        """The entry of the package file at ``path``, published as ``name``; a time the
+        index records of the file is clamped to ``epoch`` (the run's
+        SOURCE_DATE_EPOCH) when given."""
 
     def pieces(self, entries: Sequence[PackageEntry]) -> dict[str, Piece]:
         """The pieces of the indexes that ``entries`` (added in one run) make."""
@@ -127,10 +131,12 @@ def _package_url(repo: RepositoryBackend, base: str, package_file: str) -> str:
 class AptRepository:
     fmt: PackageFormat = DEB
 
-    def read_package(self, path: Path, name: str, size: int, sha256: str) -> PackageEntry:
+    def read_package(
+        self, path: Path, name: str, size: int, sha256: str, epoch: int | None = None
+    ) -> PackageEntry:
         from gfxpack.repo import apt
 
-        return apt.read_package(path, name, size, sha256)
+        return apt.read_package(path, name, size, sha256)  # Packages holds no file time
 
     def pieces(self, entries: Sequence[PackageEntry]) -> dict[str, Piece]:
         from gfxpack.repo import apt
@@ -201,10 +207,12 @@ class AptRepository:
 class RpmMdRepository:
     fmt: PackageFormat = RPM
 
-    def read_package(self, path: Path, name: str, size: int, sha256: str) -> PackageEntry:
+    def read_package(
+        self, path: Path, name: str, size: int, sha256: str, epoch: int | None = None
+    ) -> PackageEntry:
         from gfxpack.repo import rpmmd
 
-        return rpmmd.read_package(path, name, size, sha256)
+        return rpmmd.read_package(path, name, size, sha256, epoch)
 
     def pieces(self, entries: Sequence[PackageEntry]) -> dict[str, Piece]:
         from gfxpack.repo import rpmmd

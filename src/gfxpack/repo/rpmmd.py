@@ -74,13 +74,20 @@ def _header(kind: str, count: int) -> bytes:
 # --- one package ------------------------------------------------------------------------
 
 
-def read_package(path: Path, name: str, size: int, sha256: str) -> PackageEntry:
+def read_package(
+    path: Path, name: str, size: int, sha256: str, epoch: int | None = None
+) -> PackageEntry:
     """The entry of the .rpm at ``path`` (published as ``name``): its NEVRA and its
-    primary, filelists and other snippets, as createrepo_c writes them."""
+    primary, filelists and other snippets, as createrepo_c writes them. primary's
+    ``<time file>`` is the file's mtime, clamped to ``epoch`` when given (the
+    reproducible-builds rule for SOURCE_DATE_EPOCH): the same packages built twice,
+    at two times, then publish the same indexes."""
     try:
         package = read_rpm(str(path), f"Packages/{name}")
     except InvalidRpm as e:
         raise RepoError(str(e)) from None
+    if epoch is not None and package.time_file > epoch:
+        package.time_file = epoch
     entry = {
         "primary": cr.xml_dump_primary(package),
         "filelists": cr.xml_dump_filelists(package),

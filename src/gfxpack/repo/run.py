@@ -120,7 +120,7 @@ def apply(
             _recover(state, roots, warn)
         plan = _plan(state, request, options.epoch, out)
         uninstallable = _check_removal(out, options.suite, request, plan)
-        adding, revived, restamped = _read_inputs(state, files, plan.drop, roots)
+        adding, revived, restamped = _read_inputs(state, files, plan.drop, roots, options.epoch)
         result: dict[str, Any] = {
             "removed_versions": plan.removed_versions,
             "removed_files": sorted(plan.drop),
@@ -381,6 +381,7 @@ def _read_inputs(
     files: Sequence[InputFile],
     drop: set[str],
     roots: dict[PackageFormat, Path],
+    epoch: int,
 ) -> tuple[
     dict[PackageFormat, list[tuple[InputFile, PackageEntry]]],
     dict[PackageFormat, list[PackageEntry]],
@@ -416,7 +417,7 @@ def _read_inputs(
             entry = found[0].with_stamp(check_published(pool, found[0]))
             revived[fmt].append(entry)
         else:
-            entry = backend(fmt).read_package(item.path, item.name, item.size, item.sha256)
+            entry = backend(fmt).read_package(item.path, item.name, item.size, item.sha256, epoch)
             adding[fmt].append((item, entry))
         key = (fmt.name, entry.ident)
         other = idents.setdefault(key, item.name)
