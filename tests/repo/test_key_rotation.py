@@ -95,6 +95,12 @@ def test_the_extra_key_outlives_prune_and_refresh_until_the_rotation_ends(keys, 
     assert published_keys(out) == both
     ok(gfxpack(signer, "stream", "refresh", "--repo", str(out), *sign))
     assert published_keys(out) == both
+    # stream list says which keys are published beside the signing key.
+    listed = json.loads(ok(gfxpack(signer, "stream", "list", "--repo", str(out), "--json")))
+    assert listed["extra_keys"] == [other.fingerprint]
+    assert f"also publishing {other.fingerprint}" in ok(
+        gfxpack(signer, "stream", "list", "--repo", str(out))
+    )
     next_rpm = out / "rpm/Packages/next-8.2.0-1.x86_64.rpm"
     assert installs(out, next_rpm, tmp_path / "machine-1")
     # A later repo run, told nothing of the rotation, still takes the other key's RPMs.
@@ -109,6 +115,8 @@ def test_the_extra_key_outlives_prune_and_refresh_until_the_rotation_ends(keys, 
     assert published_keys(out) == ours_only
     ok(gfxpack(signer, "stream", "refresh", "--repo", str(out), *sign))
     assert published_keys(out) == ours_only
+    listed = json.loads(ok(gfxpack(signer, "stream", "list", "--repo", str(out), "--json")))
+    assert listed["extra_keys"] == []
     assert not installs(out, next_rpm, tmp_path / "machine-2")
     refused = versioned(tmp_path / "b5", "late", "5", other)
     line = error_line(gfxpack(signer, "repo", "--in", str(refused), "--out", str(out), *sign))

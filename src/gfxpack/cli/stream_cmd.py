@@ -128,7 +128,8 @@ def stream_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the listing as JSON.")
 @reports_errors
 def list_command(repo: str, as_json: bool) -> None:
-    """The builds a repository holds, oldest first: version, date published, package
+    """The builds a repository holds, oldest first (after its suite, signing key and
+    the keys published beside it): version, date published, package
     files and their size, and where a promoted build came from; then the pool files
     kept only for older index generations, and the repository's size on disk."""
     from gfxpack.repo import stream
@@ -140,6 +141,8 @@ def list_command(repo: str, as_json: bool) -> None:
         return
     packages = ", ".join(f"{count} {fmt}" for fmt, count in listing["packages"].items())
     signed = f", signed by {listing['signed_by']}" if listing["signed_by"] else ", unsigned"
+    if listing["extra_keys"]:
+        signed += f", also publishing {', '.join(listing['extra_keys'])}"
     # Record text (versions, stream names, the key) is checked when read; escaped
     # here too, so no record can put a control sequence on the terminal.
     click.echo(terminal_line(f"{repo}: suite {listing['suite']}, {packages}{signed}"))

@@ -64,14 +64,16 @@ def read_builds(out: Path) -> list[Build]:
 
 
 def listing(out: Path) -> dict[str, Any]:
-    """What the repository at ``out`` holds, as JSON values: its suite, each build (its
+    """What the repository at ``out`` holds, as JSON values: its suite, its signing key
+    and the keys published beside it (--extra-key), each build (its
     version, date, promotion, files and their bytes), the package files of no build,
     per format the pool files kept only for older index generations, and the bytes of
     every file under ``out``."""
     _check_repository(out)
     if not (out / DATABASE).is_file():
         raise RepoError(legacy.NOT_ADOPTED.format(out=out))
-    names = recorded_settings(out).names
+    recorded = recorded_settings(out)
+    names = recorded.names
     keep = names.keep_generations if names is not None else DEFAULT_KEEP
     with State.open(out, create=False) as state:
         builds = _builds(state)
@@ -87,7 +89,8 @@ def listing(out: Path) -> dict[str, Any]:
         document = build.as_json()
         document["bytes"] = sum(sizes.get(name, 0) for name in build.files)
         listed.append(document)
-    return {"suite": suite, "signed_by": signed, "packages": counts, "builds": listed,
+    return {"suite": suite, "signed_by": signed, "extra_keys": list(recorded.extra_keys),
+            "packages": counts, "builds": listed,
             "unversioned": loose, "unversioned_bytes": sum(sizes[n] for n in loose),
             "kept_for_older_indexes": older, "bytes_on_disk": _bytes_under(out)}  # fmt: skip
 
