@@ -7,7 +7,8 @@ DEB_TOOLS := dot:graphviz rpm:rpm rpmkeys:rpm rpm2cpio:rpm2cpio cpio:cpio lintia
 	gpg:gpg gpgv:gpgv apt-get:apt chromium:chromium dnf:dnf strace:strace \
 	hipcc:hipcc clang-offload-bundler-15:clang-tools-15 readelf:binutils \
 	zypper:zypper rpmlint:rpmlint unshare:util-linux faketime:faketime eatmydata:eatmydata sqv:sqv bwrap:bubblewrap \
-	skopeo:skopeo umoci:umoci docker-registry:docker-registry gdb:gdb gcc:gcc shellcheck:shellcheck
+	skopeo:skopeo umoci:umoci docker-registry:docker-registry \
+	htpasswd:apache2-utils openssl:openssl gdb:gdb gcc:gcc shellcheck:shellcheck
 
 .PHONY: demo test check docs lint bench fuzz realworld system-tools clean
 

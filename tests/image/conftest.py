@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -123,15 +124,39 @@ class Registry:
 @pytest.fixture
 def registry(tmp_path) -> Iterator[Registry]:
     """Debian's docker-registry on a free port of 127.0.0.1, storing in tmp_path."""
-    need("docker-registry")
+    yield from serve_registry(tmp_path, "")
+
+
+USER, PASSWORD = "rocm-ci", "s3cret-Pa55word"
+
+
+@pytest.fixture
+def basic_registry(tmp_path) -> Iterator[Registry]:
+    """docker-registry asking for :data:`USER` and :data:`PASSWORD` (htpasswd, Basic)."""
+    need("htpasswd")
+    made = subprocess.run(
+        ["htpasswd", "-Bbn", USER, PASSWORD], capture_output=True, check=True, text=True
+    )
+    (tmp_path / "htpasswd").write_text(made.stdout)
+    auth = f"auth:\n  htpasswd:\n    realm: gfxpack-test\n    path: {tmp_path / 'htpasswd'}\n"
+    yield from serve_registry(tmp_path, auth)
+
+
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+        return int(probe.getsockname()[1])
+
+
+def serve_registry(tmp_path: Path, auth: str) -> Iterator[Registry]:
+    """docker-registry on a free port of 127.0.0.1 with ``auth`` (YAML) in its config."""
+    need("docker-registry")
+    port = free_port()
     config = tmp_path / "registry.yml"
     config.write_text(
         "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\n"
         f"storage:\n  filesystem:\n    rootdirectory: {tmp_path / 'storage'}\n"
-        f"http:\n  addr: 127.0.0.1:{port}\n"
+        f"http:\n  addr: 127.0.0.1:{port}\n" + auth
     )
     log = tmp_path / "registry.log"
     with open(log, "wb") as out:
@@ -143,6 +168,8 @@ def registry(tmp_path) -> Iterator[Registry]:
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=1).close()
                 break
+            except urllib.error.HTTPError:
+                break  # up, asking for credentials
             except OSError:
                 time.sleep(0.1)
         else:

@@ -81,7 +81,14 @@ COMPRESSIONS = ("gzip", "zstd")
     "--push",
     "push_to",
     metavar="HOST/NAME",
-    help="Push every image to this registry repository (OCI distribution API, no credentials).",
+    help="Push every image to this registry repository (OCI distribution API).",
+)
+@click.option(
+    "--authfile",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Registry credentials, as skopeo login writes them, for --push and a docker:// "
+    "--base  [default: $REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json, "
+    "~/.config/containers/auth.json, ~/.docker/config.json]",
 )
 @click.option(
     "--stand-ins",
@@ -116,6 +123,7 @@ def image_command(
     version: str | None,
     source: str | None,
     push_to: str | None,
+    authfile: Path | None,
     stand_ins: bool,
     system: Path | None,
     keyring: Path | None,
@@ -145,6 +153,7 @@ def image_command(
       gfxpack image --repo build/repo --base oci:debian:12 --out build/images \\
           --target gfx942,gfx90a 'amdrocm-core8.2-{arch}'
       gfxpack image ... --push registry.example:5000/rocm/amdrocm
+      gfxpack image ... --push ghcr.io/example/rocm --authfile auth.json
     """
     from gfxpack.image.workflow import build_images
 
@@ -167,6 +176,7 @@ def image_command(
             keyring,
             compression,
             progress,
+            authfile,
         )
     if as_json:
         click.echo(json.dumps(images.as_dict(), indent=2))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
 import os
 import shutil
 import tempfile
@@ -33,6 +34,7 @@ from gfxpack.amdgpu import processor_problem
 from gfxpack.epoch import source_date_epoch
 from gfxpack.formats import DEB, PackageFormat
 from gfxpack.image import ImageError
+from gfxpack.image.auth import AuthFiles
 from gfxpack.image.base import DECOMPRESSION_ERRORS, Base, decompressed, read_base
 from gfxpack.image.install import Installed, components, database, install, missing_system
 from gfxpack.image.labels import (
@@ -141,11 +143,13 @@ def build_images(
     keyring: Path | None = None,
     compression: str = GZIP,
     progress: Progress | None = None,
+    authfile: Path | None = None,
 ) -> Images:
     """Build one image per arch into the OCI layout ``out`` (new, or replaced with
     ``force``), its new layers compressed by ``compression`` (gzip or zstd), and push
     them to ``push_to`` (HOST/NAME) when given. ``progress`` is told each step: what,
-    and how many of the arches are installed."""
+    and how many of the arches are installed. Registry credentials: ``authfile``, then
+    where skopeo looks (:mod:`.auth`)."""
     per_arch = expand(packages, targets)
     reference = Reference.parse(push_to) if push_to else None
     if reference is not None and reference.tag:
@@ -183,7 +187,8 @@ def build_images(
     with terminated_as_exit():
         return _build(out, force, base, per_arch, chosen, fmt, repository, apt_suite, grouping,
                       epoch, keyring, listed, stand_ins, version, labels, reference,
-                      compression, progress or _quiet)  # fmt: skip
+                      compression, progress or _quiet,
+                      AuthFiles.find(authfile, os.environ))  # fmt: skip
 
 
 def _build(
@@ -205,12 +210,13 @@ def _build(
     reference: Reference | None,
     compression: str,
     progress: Progress,
+    auth: AuthFiles,
 ) -> Images:
     scratch = Path(tempfile.mkdtemp(prefix="gfxpack-image-"))
     layout = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     removals = Removals()
     try:
-        found = read_base(base, scratch / "base", pull)
+        found = read_base(base, scratch / "base", functools.partial(pull, auth_files=auth))
         shutil.rmtree(layout)
         start(layout)
         base_layers = tuple(copy_blob(layout, b.path, b.descriptor) for b in found.layers)
@@ -231,7 +237,7 @@ def _build(
         write_index(layout, manifests)
         if reference is not None:
             progress(f"pushing to {reference}", len(per_arch), len(per_arch))
-        pushed = push(layout, manifests, reference) if reference else None
+        pushed = push(layout, manifests, reference, auth) if reference else None
         try:
             replace_directory(layout, out, force)
         except OSError as e:
