@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from gfxpack.cli.common import reports_errors, split_list
+from gfxpack.cli.progress import terminal_progress
 
 if TYPE_CHECKING:
     from gfxpack.image.report import Images
@@ -157,7 +155,7 @@ def image_command(
     """
     from gfxpack.image.workflow import build_images
 
-    with _progress() as progress:
+    with terminal_progress(False, "reading the base") as progress:
         images = build_images(
             repo,
             packages,
@@ -182,41 +180,6 @@ def image_command(
         click.echo(json.dumps(images.as_dict(), indent=2))
     else:
         click.echo(text(images), nl=False)
-
-
-@contextlib.contextmanager
-def _progress() -> Iterator[Callable[[str, int, int], None] | None]:
-    """A progress line on a terminal (a release's images take minutes); nothing
-    otherwise, where stderr carries errors only."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    # rich only for a terminal: a CI job's image does not import it.
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("reading the base", total=None)
-
-        def update(what: str, done: int, total: int) -> None:
-            bar.update(task, description=what, completed=done, total=total)
-
-        yield update
 
 
 def text(images: Images) -> str:

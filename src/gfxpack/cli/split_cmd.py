@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import sys
-from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from gfxpack.cli.common import ByteSize, max_object_size_option, reports_errors
+from gfxpack.cli.progress import terminal_progress
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -145,7 +143,7 @@ def _split_wheels(
 
     jobs, force, published = how
     as_json, quiet = printing
-    with _progress(quiet or as_json) as on_step:
+    with terminal_progress(quiet or as_json, "reading") as on_step:
         results = split_wheels(
             source,
             out,
@@ -183,40 +181,6 @@ def sizes_text(sizes: dict[str, Any]) -> str:
         f"; {what} {decimal(sizes['fat'][what])} fat, {decimal(one[what])} host + {one['arch']}"
         for what in ("download", "installed")
     )
-
-
-@contextlib.contextmanager
-def _progress(quiet: bool) -> Iterator[Callable[[str, int, int], None] | None]:
-    """A progress line on a terminal (a wheel takes up to a minute); nothing otherwise."""
-    if quiet or not sys.stderr.isatty():
-        yield None
-        return
-    # rich only for a terminal: a pipeline's split does not import it.
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as progress:
-        task = progress.add_task("reading", total=None)
-
-        def update(what: str, done: int, total: int) -> None:
-            progress.update(task, description=what, completed=done, total=total)
-
-        yield update
 
 
 def summary_line(report: SplitReport) -> str:
@@ -296,7 +260,7 @@ def join(
     if is_wheel_input(split_dir):
         from gfxpack.wheels.join import join_wheels
 
-        with _progress(as_json) as on_step:
+        with terminal_progress(as_json, "reading") as on_step:
             joined = join_wheels(
                 split_dir, out, force, max_object_size, max_unpacked_size, on_step=on_step
             )
