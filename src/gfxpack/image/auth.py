@@ -39,8 +39,10 @@ from gfxpack.regular_files import UnreadableFile, read_small_file
 
 AUTH_FILE_MAX = 1 << 20
 TOKEN_MAX = 1 << 20
+# Shared with the registry client (registry.py), which talks to the same hosts.
 TIMEOUT = 60
-LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+# A loopback host, as a URL's hostname spells it or, for IPv6, as HOST[:PORT] does.
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 FORMAT = '{"auths": {"HOST[:PORT]": {"auth": base64("user:password")}}}'
 # One auth-param of a challenge: name=token or name="quoted string" (RFC 9110 11.2).
 PARAM = re.compile(r'\s*([A-Za-z0-9_.-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,"]*))\s*(?:,|$)')
@@ -196,7 +198,7 @@ def fetch_token(
         headers["Authorization"] = credentials.basic()
     request = urllib.request.Request(url, headers=headers)
     try:
-        with _TOKEN_OPENER.open(request, timeout=TIMEOUT) as response:
+        with NOT_FOLLOWING.open(request, timeout=TIMEOUT) as response:
             data = response.read(TOKEN_MAX + 1)
     except urllib.error.HTTPError as e:
         if e.code == 401 and credentials is not None:
@@ -218,12 +220,15 @@ def fetch_token(
     return token
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer to read, not to follow: credentials stay with the realm
+    they were given to, and a redirected PUT or POST is not sent elsewhere."""
+
     def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # credentials stay with the realm they were given to
+        return None
 
 
-_TOKEN_OPENER = urllib.request.build_opener(_NoRedirect)
+NOT_FOLLOWING = urllib.request.build_opener(NoRedirect)
 
 
 @dataclass

@@ -35,7 +35,14 @@ from typing import IO, Any
 
 from gfxpack._io import HashingWriter
 from gfxpack.image import ImageError
-from gfxpack.image.auth import AuthFiles, Authorizer, secure
+from gfxpack.image.auth import (
+    LOOPBACK,
+    NOT_FOLLOWING,
+    TIMEOUT,
+    AuthFiles,
+    Authorizer,
+    secure,
+)
 from gfxpack.image.base import MAX_DOCUMENT, as_descriptor, parse_document
 from gfxpack.image.layout import (
     DOCKER_LIST,
@@ -50,8 +57,6 @@ from gfxpack.image.layout import (
     write_index,
 )
 
-LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
-TIMEOUT = 60
 CHUNK = 1 << 20
 # distribution-spec's grammar for repository names and tags.
 NAME = re.compile(
@@ -118,11 +123,6 @@ class Pushed:
         }
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # a redirected PUT or POST is an answer to read, not to follow
-
-
 def _origin(url: str) -> tuple[str, str]:
     parts = urllib.parse.urlsplit(url)
     return parts.scheme, parts.netloc.lower()
@@ -148,7 +148,6 @@ class _Following(urllib.request.HTTPRedirectHandler):
         return new
 
 
-_PLAIN = urllib.request.build_opener(_NoRedirect)
 _FOLLOWING = urllib.request.build_opener(_Following)
 
 
@@ -165,7 +164,7 @@ def _request(
 ) -> Iterator[http.client.HTTPResponse]:
     """The answer to a request, a 401 answered as its challenge asks (once; a second
     401 is the credentials refused)."""
-    opener = _FOLLOWING if follow else _PLAIN
+    opener = _FOLLOWING if follow else NOT_FOLLOWING
     answered = False
     while True:
         request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
