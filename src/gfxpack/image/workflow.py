@@ -221,9 +221,9 @@ def _build(
         start(layout)
         base_layers = tuple(copy_blob(layout, b.path, b.descriptor) for b in found.layers)
         run = _Run(
-            found, base_layers, layout, scratch, chosen, fmt, repository, apt_suite, grouping,
-            epoch, keyring.read_bytes() if keyring is not None else None, compression,
-            progress,
+            found, base_layers, layout, scratch, chosen, fmt, repository, apt_suite,
+            tuple(components(repository, apt_suite)) if fmt is DEB else (), grouping, epoch,
+            keyring.read_bytes() if keyring is not None else None, compression, progress,
         )  # fmt: skip
         progress("installing the packages every arch shares", 0, len(per_arch))
         shared = _shared_root(run, per_arch, listed[1], stand_ins)
@@ -261,6 +261,7 @@ class _Run:
     fmt: PackageFormat
     repository: Path
     suite: str
+    components: tuple[str, ...]  # of the apt suite, read once from its Release
     grouping: str
     epoch: int
     keys: bytes | None  # the keyring the client checks signatures with
@@ -278,9 +279,9 @@ class _Run:
         standing: Any,
         indexes: Path | None = None,
     ) -> None:
-        section = components(self.repository, self.suite) if self.fmt is DEB else []
         install(
-            self.client, root.resolve(), home.resolve(), self.repository, self.suite, section,
+            self.client, root.resolve(), home.resolve(), self.repository, self.suite,
+            self.components,
             names, standing, indexes, self.epoch, self.keys,
         )  # fmt: skip
 
